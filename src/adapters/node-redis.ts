@@ -1,0 +1,75 @@
+import type { RedisSubscriber, RedisTransport } from '../client.js';
+
+type Listener = (message: string, channel: string) => void;
+
+/** The part of a node-redis client (`createClient` or `createCluster`) the adapter uses. */
+export interface NodeRedisLike {
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  sendCommand(...args: never[]): Promise<unknown>;
+  duplicate(): NodeRedisLike;
+  connect?(): Promise<unknown>;
+  subscribe(channel: string, listener: Listener): Promise<unknown>;
+  unsubscribe(channel: string, listener?: Listener): Promise<unknown>;
+  sSubscribe?(channel: string, listener: Listener): Promise<unknown>;
+  sUnsubscribe?(channel: string, listener?: Listener): Promise<unknown>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  destroy?(): void;
+  isOpen?: boolean;
+  /** Present on a cluster client. */
+  masters?: unknown;
+}
+
+/** True when `value` looks like a node-redis client. */
+export function isNodeRedis(value: unknown): value is NodeRedisLike {
+  const v = value as Partial<NodeRedisLike> | null;
+  return typeof v === 'object' && v !== null && typeof v.evalSha === 'function' && typeof v.sendCommand === 'function';
+}
+
+const strings = (values: readonly (string | number)[]): string[] => values.map(String);
+
+/**
+ * Wraps a node-redis client (`createClient()` or `createCluster()`, already connected) as a {@link RedisTransport}.
+ * The client stays yours: holdfast never closes it.
+ */
+export function nodeRedisTransport(client: NodeRedisLike): RedisTransport {
+  const isCluster = client.masters !== undefined;
+  return {
+    kind: 'node-redis',
+    evalsha: (sha, keys, args) => client.evalSha(sha, { keys: [...keys], arguments: strings(args) }),
+    eval: (script, keys, args) => client.eval(script, { keys: [...keys], arguments: strings(args) }),
+    command: (args, key) =>
+      isCluster
+        ? (client.sendCommand as (k: string | undefined, ro: boolean, a: string[]) => Promise<unknown>)(key, false, [...args])
+        : (client.sendCommand as (a: string[]) => Promise<unknown>)([...args]),
+    async createSubscriber(onMessage, sharded) {
+      const sub = client.duplicate();
+      sub.on('error', () => {
+        /* reconnects on its own; holdfast's fallback timers cover the gap */
+      });
+      if (sub.connect && sub.isOpen !== true) await sub.connect();
+      const listener: Listener = (message, channel) => onMessage(channel, message);
+      let closed = false;
+      const subscriber: RedisSubscriber = {
+        subscribe: async (channel) => {
+          await (sharded && sub.sSubscribe ? sub.sSubscribe(channel, listener) : sub.subscribe(channel, listener));
+        },
+        unsubscribe: async (channel) => {
+          await (sharded && sub.sUnsubscribe ? sub.sUnsubscribe(channel, listener) : sub.unsubscribe(channel, listener));
+        },
+        close: async () => {
+          if (closed) return;
+          closed = true;
+          try {
+            await (sub.close ? sub.close() : sub.quit?.());
+          } catch {
+            sub.destroy?.();
+          }
+        },
+      };
+      return subscriber;
+    },
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * Every error holdfast throws on purpose is a {@link HoldfastError} with a stable string `code`.
+ * Bad arguments are the exception: they are plain `TypeError` / `RangeError`, thrown before any Redis call.
+ *
+ * @module
+ */
+
+const BRAND = Symbol.for('holdfast.error');
+
+/** The stable codes of holdfast's errors. Match on `error.code`, never on the message. */
+export type HoldfastErrorCode =
+  | 'LOCK_NOT_HELD'
+  | 'ACQUIRE_TIMEOUT'
+  | 'LOCK_LOST'
+  | 'REDIS_CONNECTION'
+  | 'CLIENT_CLOSED'
+  | 'UPGRADE_REFUSED'
+  | 'QUORUM_NOT_REACHED'
+  | 'REPLICATION_NOT_REACHED'
+  | 'LOCK_BUSY'
+  | 'STALE_TOKEN'
+  | 'SCRIPT_ERROR';
+
+/** Options every holdfast error accepts. */
+export interface HoldfastErrorOptions {
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/**
+ * The base class of holdfast's errors. `code` is stable across versions; `name` is the class name.
+ * `isHoldfastError()` recognises instances even when two copies of the package are loaded (ESM and CJS).
+ */
+export class HoldfastError extends Error {
+  /** A stable machine-readable code. */
+  readonly code: HoldfastErrorCode;
+
+  constructor(code: HoldfastErrorCode, message: string, options?: HoldfastErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+/** True when `value` is a holdfast error, from this or any other copy of the package. */
+export function isHoldfastError(value: unknown): value is HoldfastError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** A release or extension by someone who does not hold the lock (any more). Code `LOCK_NOT_HELD`. */
+export class LockNotHeldError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  constructor(lockName: string, message?: string, options?: HoldfastErrorOptions) {
+    super('LOCK_NOT_HELD', message ?? `lock "${lockName}" is not held by this owner`, options);
+    this.lockName = lockName;
+  }
+}
+
+/** A wait for a lock or permit ran out of time. Code `ACQUIRE_TIMEOUT`. */
+export class AcquireTimeoutError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  /** How long the caller was willing to wait, in ms. */
+  readonly timeout: number;
+  constructor(lockName: string, timeout: number, options?: HoldfastErrorOptions) {
+    super('ACQUIRE_TIMEOUT', `timed out after ${timeout} ms waiting for "${lockName}"`, options);
+    this.lockName = lockName;
+    this.timeout = timeout;
+  }
+}
+
+/** Why a held lock was lost. */
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken-over' | 'client-closed' | 'connection';
+
+/**
+ * A held lock is no longer held: its lease ran out, a renewal was refused, or renewals could not reach Redis
+ * before the lease would run out. This is the `reason` of a held lock's `signal`. Code `LOCK_LOST`.
+ */
+export class LockLostError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  /** What happened. */
+  readonly reason: LockLostReason;
+  constructor(lockName: string, reason: LockLostReason, options?: HoldfastErrorOptions) {
+    super('LOCK_LOST', `lock "${lockName}" was lost (${reason})`, options);
+    this.lockName = lockName;
+    this.reason = reason;
+  }
+}
+
+/** Redis could not be reached, or did not answer within `commandTimeout`. Code `REDIS_CONNECTION`. */
+export class RedisConnectionError extends HoldfastError {
+  constructor(message: string, options?: HoldfastErrorOptions) {
+    super('REDIS_CONNECTION', message, options);
+  }
+}
+
+/** The holdfast client was closed. Code `CLIENT_CLOSED`. */
+export class ClientClosedError extends HoldfastError {
+  constructor(options?: HoldfastErrorOptions) {
+    super('CLIENT_CLOSED', 'the holdfast client is closed', options);
+  }
+}
+
+/** A holder of a read lock asked for the write lock of the same read-write lock. Code `UPGRADE_REFUSED`. */
+export class UpgradeRefusedError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  constructor(lockName: string, options?: HoldfastErrorOptions) {
+    super(
+      'UPGRADE_REFUSED',
+      `"${lockName}": this owner holds the read lock and asked for the write lock; release the read lock first (an upgrade would deadlock)`,
+      options,
+    );
+    this.lockName = lockName;
+  }
+}
+
+/** A fenced write carried a token older than one already accepted. Code `STALE_TOKEN`. */
+export class StaleTokenError extends HoldfastError {
+  /** The token the write carried. */
+  readonly token: number;
+  /** The newest token the resource has accepted. */
+  readonly current: number;
+  constructor(resource: string, token: number, current: number, options?: HoldfastErrorOptions) {
+    super('STALE_TOKEN', `write to "${resource}" with fencing token ${token} rejected: token ${current} was already accepted`, options);
+    this.token = token;
+    this.current = current;
+  }
+}
+
+/** Redis answered a script with an error holdfast does not expect. Code `SCRIPT_ERROR`. */
+export class ScriptError extends HoldfastError {
+  constructor(message: string, options?: HoldfastErrorOptions) {
+    super('SCRIPT_ERROR', message, options);
+  }
+}

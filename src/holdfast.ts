@@ -1,0 +1,144 @@
+/**
+ * The holdfast client: one per process (or per Redis), wrapping the user's own Redis client.
+ *
+ * @module
+ */
+import { EventEmitter } from 'node:events';
+import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
+import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
+import { isTransport, type RedisTransport } from './client.js';
+import { Core, type CoreSettings } from './core.js';
+import type { LockLostError } from './errors.js';
+import { checkDuration, checkKnownKeys, checkName, checkOptions, optBoolean } from './internal/validate.js';
+import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
+
+/** Options of {@link Holdfast}. */
+export interface HoldfastOptions {
+  /**
+   * Your Redis client: an ioredis `Redis`/`Cluster`, a connected node-redis client, or any {@link RedisTransport}.
+   * holdfast never closes it; it opens one extra connection (a duplicate) for pub/sub when something waits.
+   */
+  redis: unknown;
+  /**
+   * Prepended to every key and channel holdfast uses. Give each application its own.
+   * @default "holdfast:"
+   */
+  prefix?: string;
+  /**
+   * The lease the watchdog keeps on a lock acquired without an explicit `lease`, in ms.
+   * @default 30000
+   */
+  watchdogLease?: number;
+  /**
+   * How often the watchdog renews, in ms. Must be less than `watchdogLease`.
+   * @default watchdogLease / 3 (10000)
+   */
+  watchdogInterval?: number;
+  /**
+   * Longest wait for one Redis reply, in ms; past it the call fails with `RedisConnectionError`
+   * (a dead Redis never hangs a caller).
+   * @default 5000
+   */
+  commandTimeout?: number;
+  /**
+   * How long a release request's retry-safety marker lives in Redis, in ms.
+   * @default 60000
+   */
+  releaseMarkerTtl?: number;
+  /**
+   * Use sharded pub/sub (`SSUBSCRIBE`/`SPUBLISH`, Redis ≥ 7) — for Redis Cluster.
+   * @default false
+   */
+  shardedPubSub?: boolean;
+}
+
+const OPTION_KEYS = ['redis', 'prefix', 'watchdogLease', 'watchdogInterval', 'commandTimeout', 'releaseMarkerTtl', 'shardedPubSub'] as const;
+
+/** Events a {@link Holdfast} client emits. */
+export interface HoldfastEvents {
+  /** A held lock was lost (its `signal` aborted with the same error). */
+  lockLost: [error: LockLostError];
+}
+
+/** Turns a user's client into a transport, or throws a `TypeError` that says what is accepted. */
+export function toTransport(redis: unknown): RedisTransport {
+  if (isTransport(redis)) return redis;
+  if (isIoredis(redis)) return ioredisTransport(redis);
+  if (isNodeRedis(redis)) return nodeRedisTransport(redis);
+  throw new TypeError('options.redis must be an ioredis client, a node-redis client or a RedisTransport');
+}
+
+/**
+ * The entry point. Create one per process and share it; `close()` it on shutdown.
+ *
+ * @example
+ * ```ts
+ * const holdfast = new Holdfast({ redis: new Redis() });
+ * await using lock = await holdfast.lock('invoice:42').acquire({ timeout: 5000 });
+ * await chargeCustomer({ fence: lock.token, signal: lock.signal });
+ * ```
+ */
+export class Holdfast extends EventEmitter<HoldfastEvents> {
+  /** @internal */
+  readonly core: Core;
+
+  constructor(options: HoldfastOptions) {
+    super();
+    const opts = checkOptions<HoldfastOptions>(options);
+    if (options === undefined) throw new TypeError('options must be an object with a `redis` client');
+    checkKnownKeys(opts, OPTION_KEYS);
+    const transport = toTransport(opts.redis);
+    const prefix = opts.prefix ?? 'holdfast:';
+    if (typeof prefix !== 'string') throw new TypeError(`options.prefix must be a string, got ${typeof prefix}`);
+    if (prefix.length > 256) throw new RangeError('options.prefix must be at most 256 characters');
+    const watchdogLease = checkDuration(opts.watchdogLease ?? 30_000, 'options.watchdogLease', 100);
+    const watchdogInterval = checkDuration(opts.watchdogInterval ?? Math.floor(watchdogLease / 3), 'options.watchdogInterval', 10);
+    if (watchdogInterval >= watchdogLease) {
+      throw new RangeError(`options.watchdogInterval (${watchdogInterval}) must be less than options.watchdogLease (${watchdogLease})`);
+    }
+    const settings: CoreSettings = {
+      prefix,
+      watchdogLease,
+      watchdogInterval,
+      commandTimeout: checkDuration(opts.commandTimeout ?? 5000, 'options.commandTimeout'),
+      releaseMarkerTtl: checkDuration(opts.releaseMarkerTtl ?? 60_000, 'options.releaseMarkerTtl', 1000),
+      sharded: optBoolean(opts.shardedPubSub, 'options.shardedPubSub') ?? false,
+    };
+    this.core = new Core(transport, settings, (error) => {
+      if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);
+    });
+  }
+
+  /** The settings in force (defaults filled in). */
+  get settings(): Readonly<CoreSettings> {
+    return this.core.settings;
+  }
+
+  /** A handle on the reentrant lock `name` (cheap; no Redis call). */
+  lock(name: string): Lock {
+    return new Lock(this.core, checkName(name));
+  }
+
+  /** Shorthand for `holdfast.lock(name).withLock(fn, options)`. */
+  withLock<T>(name: string, fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return this.lock(name).withLock(fn, options);
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.core.closed;
+  }
+
+  /**
+   * Releases every lock this client holds, stops every timer, fails pending waits with `ClientClosedError` and
+   * closes the pub/sub connection. Your Redis client stays open. Idempotent.
+   */
+  close(): Promise<void> {
+    return this.core.close();
+  }
+
+  /** `await using holdfast = new Holdfast(...)` closes it at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * holdfast: distributed locks and synchronizers for TypeScript on Redis.
+ *
+ * @packageDocumentation
+ */
+export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
+export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export type { RedisTransport, RedisSubscriber, ScriptArgs } from './client.js';
+export { ioredisTransport, type IoredisLike } from './adapters/ioredis.js';
+export { nodeRedisTransport, type NodeRedisLike } from './adapters/node-redis.js';
+export {
+  HoldfastError,
+  isHoldfastError,
+  LockNotHeldError,
+  AcquireTimeoutError,
+  LockLostError,
+  RedisConnectionError,
+  ClientClosedError,
+  UpgradeRefusedError,
+  StaleTokenError,
+  ScriptError,
+  type HoldfastErrorCode,
+  type HoldfastErrorOptions,
+  type LockLostReason,
+} from './errors.js';
+export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';

@@ -1,0 +1,2 @@
+/** Monotonic milliseconds (never goes backwards, unaffected by wall-clock changes). */
+export const now = (): number => performance.now();

@@ -1,0 +1,216 @@
+/**
+ * Waiting without polling. One subscriber connection per holdfast client; one Redis subscription per channel,
+ * shared by every local waiter on it and dropped a little after the last one leaves. A message on a channel wakes
+ * as many local waiters as it says (a number), or all of them (`a`), oldest first.
+ *
+ * A wake that arrives while its waiter is between attempts is remembered, never lost: the next `wait()` returns at once.
+ */
+import type { RedisSubscriber, RedisTransport } from '../client.js';
+import { ClientClosedError } from '../errors.js';
+import { withTimeout, toHoldfastError } from '../script.js';
+
+const IDLE_UNSUBSCRIBE_MS = 2000;
+
+interface Channel {
+  name: string;
+  listeners: Listener[];
+  subscribed: Promise<void>;
+  idle: NodeJS.Timeout | undefined;
+}
+
+/** One waiter's registration on a channel. */
+export class Listener {
+  #woken = false;
+  #resolve: ((woken: boolean) => void) | undefined;
+  #closed = false;
+
+  constructor(
+    readonly seq: number,
+    private readonly onClose: (listener: Listener) => void,
+  ) {}
+
+  /** True when a wake is waiting to be taken. */
+  get pending(): boolean {
+    return this.#woken;
+  }
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Called by the notifier. Returns false if this listener cannot take a wake. */
+  wake(): boolean {
+    if (this.#closed || this.#woken) return false;
+    this.#woken = true;
+    const resolve = this.#resolve;
+    if (resolve) {
+      this.#resolve = undefined;
+      this.#woken = false;
+      resolve(true);
+    }
+    return true;
+  }
+
+  /**
+   * Sleeps until woken (→ true), `ms` passes (→ false) or `signal` aborts (rejects with its reason).
+   * An `ms` of `Infinity` waits for a wake or the signal only.
+   */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean> {
+    signal?.throwIfAborted();
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve(true);
+    }
+    if (this.#closed) return Promise.reject(new ClientClosedError());
+    return new Promise<boolean>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (woken: boolean): void => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#resolve = undefined;
+        resolve(woken);
+      };
+      const onAbort = (): void => {
+        if (timer) clearTimeout(timer);
+        this.#resolve = undefined;
+        reject(signal?.reason);
+      };
+      this.#resolve = finish;
+      this.#reject = (error) => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(error);
+      };
+      if (Number.isFinite(ms)) {
+        timer = setTimeout(() => finish(false), Math.max(0, ms));
+        timer.unref();
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  #reject: ((error: Error) => void) | undefined;
+
+  /** Fails a sleeping wait (client closed). */
+  fail(error: Error): void {
+    const reject = this.#reject;
+    this.#resolve = undefined;
+    this.#reject = undefined;
+    this.#closed = true;
+    reject?.(error);
+  }
+
+  /** Leaves the channel; an untaken wake passes on to the next waiter. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.onClose(this);
+  }
+}
+
+/** Shared subscriber and the local waiters of each channel. */
+export class Notifier {
+  #subscriber: Promise<RedisSubscriber> | undefined;
+  readonly #channels = new Map<string, Channel>();
+  #seq = 0;
+  #closed = false;
+
+  constructor(
+    private readonly transport: RedisTransport,
+    private readonly sharded: boolean,
+    private readonly timeoutMs: number,
+  ) {}
+
+  #connect(): Promise<RedisSubscriber> {
+    this.#subscriber ??= this.transport.createSubscriber((channel, message) => this.#onMessage(channel, message), this.sharded);
+    return this.#subscriber;
+  }
+
+  #onMessage(name: string, message: string): void {
+    const channel = this.#channels.get(name);
+    if (!channel) return;
+    let count = message === 'a' ? Infinity : Math.max(1, Number.parseInt(message, 10) || 1);
+    for (const listener of channel.listeners) {
+      if (count <= 0) break;
+      if (listener.wake()) count--;
+    }
+  }
+
+  /** Registers a waiter on `channel`; resolves once the subscription is confirmed, so no later release is missed. */
+  async listen(name: string): Promise<Listener> {
+    if (this.#closed) throw new ClientClosedError();
+    let channel = this.#channels.get(name);
+    if (!channel) {
+      const subscribed = this.#connect().then((sub) => sub.subscribe(name));
+      const created: Channel = { name, listeners: [], subscribed, idle: undefined };
+      channel = created;
+      this.#channels.set(name, created);
+      // A failed subscription is retried by the next listener.
+      subscribed.catch(() => {
+        if (this.#channels.get(name) === created && created.listeners.length === 0) this.#channels.delete(name);
+      });
+    }
+    if (channel.idle) {
+      clearTimeout(channel.idle);
+      channel.idle = undefined;
+    }
+    const target = channel;
+    const listener = new Listener(++this.#seq, (l) => this.#leave(target, l));
+    channel.listeners.push(listener);
+    try {
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+    } catch (error) {
+      listener.close();
+      if (this.#channels.get(name) === channel) {
+        this.#channels.delete(name);
+        if (channel.idle) clearTimeout(channel.idle);
+      }
+      throw toHoldfastError(error, `subscribe ${name}`);
+    }
+    return listener;
+  }
+
+  #leave(channel: Channel, listener: Listener): void {
+    const i = channel.listeners.indexOf(listener);
+    if (i >= 0) channel.listeners.splice(i, 1);
+    if (listener.pending) {
+      // hand the wake it did not use to the next local waiter
+      for (const next of channel.listeners) if (next.wake()) break;
+    }
+    if (channel.listeners.length === 0 && !this.#closed) {
+      channel.idle = setTimeout(() => {
+        if (channel.listeners.length > 0 || this.#channels.get(channel.name) !== channel) return;
+        this.#channels.delete(channel.name);
+        this.#subscriber
+          ?.then((sub) => sub.unsubscribe(channel.name))
+          .catch(() => {
+            /* the connection is gone; nothing to undo */
+          });
+      }, IDLE_UNSUBSCRIBE_MS);
+      channel.idle.unref();
+    }
+  }
+
+  /** Number of channels currently subscribed (for tests and inspection). */
+  get channelCount(): number {
+    return this.#channels.size;
+  }
+
+  /** Fails every waiter and closes the subscriber connection. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const channel of this.#channels.values()) {
+      if (channel.idle) clearTimeout(channel.idle);
+      for (const listener of [...channel.listeners]) listener.fail(new ClientClosedError());
+    }
+    this.#channels.clear();
+    const sub = this.#subscriber;
+    if (sub) {
+      try {
+        await (await sub).close();
+      } catch {
+        /* never connected */
+      }
+    }
+  }
+}

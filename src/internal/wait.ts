@@ -1,0 +1,59 @@
+/**
+ * The one acquire loop every waiting primitive uses: try; if busy, subscribe (then try again, so a release between
+ * the first try and the subscription is not missed); sleep until a message, the hint the attempt gave (usually the
+ * holder's remaining lease, because an expiry publishes nothing), the caller's timeout or its signal.
+ */
+import type { Core } from '../core.js';
+import { AcquireTimeoutError } from '../errors.js';
+import { now } from './clock.js';
+import type { Listener } from './notifier.js';
+
+/** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
+export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
+
+export interface WaitOptions<T> {
+  name: string;
+  channel: string;
+  /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
+  timeout: number | undefined;
+  signal: AbortSignal | undefined;
+  /** One attempt; `budgetMs` bounds its Redis command. */
+  attempt: (budgetMs: number) => Promise<Attempt<T>>;
+  /** Called when the wait gives up (timeout, abort, error) after subscribing: e.g. leave a queue. */
+  onGiveUp?: () => Promise<void>;
+}
+
+/** Runs the loop; resolves the prize, or `null` for a timed-out single attempt (`timeout: 0`). */
+export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | null> {
+  const { signal, timeout } = opts;
+  const deadline = timeout === undefined ? Infinity : now() + timeout;
+  let listener: Listener | undefined;
+  let gaveUp = true;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      core.assertOpen();
+      const left = deadline - now();
+      const result = await opts.attempt(Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left))));
+      if (result.done) {
+        gaveUp = false;
+        return result.value;
+      }
+      if (timeout === 0) return null;
+      if (now() >= deadline) throw new AcquireTimeoutError(opts.name, timeout ?? 0);
+      if (!listener) {
+        listener = await core.notifier.listen(opts.channel);
+        continue; // subscribed: try once more before sleeping
+      }
+      const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now());
+      await listener.wait(sleep, signal);
+    }
+  } finally {
+    listener?.close();
+    if (gaveUp && opts.onGiveUp) {
+      await opts.onGiveUp().catch(() => {
+        /* best effort: the queue entry also expires */
+      });
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The only place Redis key and channel names are built. Every key of one lock name carries the name inside a
+ * `{hash tag}`, so that all of them live in one Redis Cluster slot and one script can touch them all.
+ *
+ * Layout (prefix `holdfast:` by default, lock name `orders:42`):
+ *
+ * | key                              | type   | TTL                 | written by              |
+ * |----------------------------------|--------|---------------------|-------------------------|
+ * | `holdfast:{orders:42}:lock`      | hash   | the lease           | lock acquire/renew      |
+ * | `holdfast:{orders:42}:fence`     | string | none (a counter)    | every fresh acquisition |
+ * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
+ * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
+ *
+ * @module
+ */
+
+/** Builds key names for one prefix. */
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  /** `{name}` with the prefix: the part every key of this name starts with. */
+  base(name: string): string {
+    return `${this.prefix}{${name}}`;
+  }
+  /** The plain / reentrant lock's hash. */
+  lock(name: string): string {
+    return `${this.base(name)}:lock`;
+  }
+  /** The fencing-token counter shared by every exclusive primitive of this name. */
+  fence(name: string): string {
+    return `${this.base(name)}:fence`;
+  }
+  /** The pub/sub channel that release messages go to. */
+  channel(name: string): string {
+    return `${this.base(name)}:ch`;
+  }
+  /** The marker that makes one release request idempotent. */
+  releaseMarker(name: string, requestId: string): string {
+    return `${this.base(name)}:rel:${requestId}`;
+  }
+  /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
+  nameOf(key: string): string | undefined {
+    if (!key.startsWith(this.prefix + '{')) return undefined;
+    const end = key.lastIndexOf('}:');
+    return end < 0 ? undefined : key.slice(this.prefix.length + 1, end);
+  }
+}

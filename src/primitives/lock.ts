@@ -1,0 +1,381 @@
+/**
+ * The reentrant lock (C1–C5, C11, C15): mutual exclusion on one Redis key with a lease, an owner token, a fencing
+ * token, a watchdog, a loss signal and waiting on pub/sub.
+ *
+ * @module
+ */
+import type { Closable, Core } from '../core.js';
+import { LockNotHeldError, type LockLostError, RedisConnectionError } from '../errors.js';
+import { now } from '../internal/clock.js';
+import { Lease } from '../internal/lease.js';
+import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { waitFor } from '../internal/wait.js';
+import { scripts } from '../lua/scripts.gen.js';
+
+/** Options of {@link Lock.acquire} and {@link Lock.tryAcquire}. */
+export interface AcquireOptions {
+  /**
+   * How long to wait for the lock, in ms. `0` makes a single attempt.
+   * @default no limit for `acquire()`; `0` for `tryAcquire()`
+   */
+  timeout?: number;
+  /**
+   * A fixed lease in ms: the lock expires then unless released or extended, and no watchdog renews it.
+   * @default undefined: the watchdog keeps a `watchdogLease` lease renewed every `watchdogInterval`
+   */
+  lease?: number;
+  /** Aborts the wait: the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /**
+   * An explicit owner id. Every acquisition with the same owner id, from any process, is the same owner (reentrant).
+   * Use it to hand a lock over between processes. Keep it secret: whoever knows it can release the lock.
+   * @default a fresh random id per acquisition (or the id this async call chain already holds the lock under)
+   */
+  owner?: string;
+}
+
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
+
+/** A point-in-time view of a lock in Redis. */
+export interface LockInfo {
+  /** The lock's name. */
+  name: string;
+  /** The owner id, or `null` when free. */
+  owner: string | null;
+  /** The hold count of the owner (0 when free). */
+  holdCount: number;
+  /** The fencing token of the current holder (0 when free). */
+  token: number;
+  /** ms until the lease runs out, or `null` when free. */
+  remainingTtl: number | null;
+  /** The last fencing token minted for this name (0 if none ever was). */
+  lastToken: number;
+}
+
+/** What `withLock` hands the callback. */
+export interface LockScope {
+  /** Aborts with a `LockLostError` if the lock is lost while `fn` runs: pass it to your I/O. */
+  signal: AbortSignal;
+  /** The fencing token of this hold: send it with every write to a fenced resource. */
+  token: number;
+  /** The held lock itself. */
+  lock: HeldLock;
+}
+
+/** @internal One owner's hold of a lock in this process, shared by its reentrant acquisitions. */
+export class Hold implements Closable {
+  lease!: Lease;
+  holds = 0;
+
+  constructor(
+    readonly lock: Lock,
+    readonly owner: string,
+    readonly token: number,
+  ) {}
+
+  get active(): boolean {
+    return this.holds > 0 && !this.lease.done;
+  }
+
+  async closeHold(): Promise<void> {
+    const core = this.lock.core;
+    this.lease.stop();
+    try {
+      await core.run(scripts['lock/release'], [core.keys.lock(this.lock.name), core.keys.releaseMarker(this.lock.name, core.requestId())], [
+        this.owner,
+        core.keys.channel(this.lock.name),
+        core.settings.releaseMarkerTtl,
+        '1',
+      ]);
+    } finally {
+      this.lease.lose('client-closed');
+    }
+  }
+}
+
+/**
+ * A held lock: one acquisition. Release it once (`release()` or `await using`); a second release does nothing.
+ */
+export class HeldLock implements AsyncDisposable {
+  #released: Promise<void> | undefined;
+
+  /** @internal */
+  constructor(
+    readonly hold: Hold,
+    /** The owner's hold count in Redis right after this acquisition (1 = first hold). */
+    readonly holdCount: number,
+  ) {}
+
+  /** The lock's name. */
+  get name(): string {
+    return this.hold.lock.name;
+  }
+  /** The owner id this lock is held under. */
+  get owner(): string {
+    return this.hold.owner;
+  }
+  /** The fencing token: strictly greater than every token minted before for this name. */
+  get token(): number {
+    return this.hold.token;
+  }
+  /** Aborts, with a `LockLostError` as its reason, the moment the lock can no longer be counted on. */
+  get signal(): AbortSignal {
+    return this.hold.lease.signal;
+  }
+  /** True once the lock was lost (not when released). */
+  get lost(): boolean {
+    return this.hold.lease.lost;
+  }
+  /** True once this acquisition was released. */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /**
+   * Releases this acquisition (the lock frees when the owner's last hold is released; waiters are woken).
+   * Idempotent: a second call returns the first call's promise. A retry after a connection error reuses the same
+   * request id, so it reports what the first attempt did, never a spurious "not held".
+   * @throws {LockNotHeldError} when the lock was lost before the release (expired, taken over, force-unlocked)
+   */
+  release(): Promise<void> {
+    this.#released ??= this.hold.lock.releaseHold(this.hold);
+    return this.#released;
+  }
+
+  /**
+   * Sets the lease to `leaseMs` from now (a fixed-lease lock; watchdog locks renew themselves).
+   * @throws {LockNotHeldError} when the lock is no longer held
+   */
+  async extend(leaseMs: number): Promise<void> {
+    const lease = optDuration(leaseMs, 'leaseMs');
+    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    if (this.released) throw new LockNotHeldError(this.name, `lock "${this.name}" was already released`);
+    const core = this.hold.lock.core;
+    const sentAt = now();
+    const ok = (await core.run(scripts['lock/renew'], [core.keys.lock(this.name)], [this.owner, lease])) === 1;
+    if (!ok) {
+      this.hold.lease.lose('expired');
+      throw new LockNotHeldError(this.name);
+    }
+    this.hold.lease.confirm(sentAt, lease);
+  }
+
+  /** Releases; never throws for a lock that was already lost or released. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (error) {
+      if (!(error instanceof LockNotHeldError)) throw error;
+    }
+  }
+}
+
+/**
+ * A reentrant distributed lock, obtained from `holdfast.lock(name)`. The object is a cheap handle: ownership is
+ * per acquisition (or per async call chain, see {@link Lock.withLock}), never per handle.
+ */
+export class Lock {
+  /** @internal */
+  constructor(
+    readonly core: Core,
+    /** The lock's name. */
+    readonly name: string,
+  ) {}
+
+  /**
+   * Waits for the lock and returns the held lock. Reentrant when called inside {@link Lock.withLock} for the same
+   * name (same async call chain) or with the same explicit `owner`.
+   * @throws {AcquireTimeoutError} when `timeout` passes first
+   * @throws {RedisConnectionError} when Redis does not answer within `commandTimeout`
+   * @throws the signal's reason when `signal` aborts
+   */
+  async acquire(options?: AcquireOptions): Promise<HeldLock> {
+    const held = await this.#acquire(options, undefined);
+    if (!held) throw new Error('internal: acquire returned no lock');
+    return held;
+  }
+
+  /**
+   * One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when another owner holds it.
+   */
+  tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
+    return this.#acquire(options, 0);
+  }
+
+  /**
+   * Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. Inside `fn` (its whole async
+   * call chain) this lock is reentrant: nested `acquire()`/`withLock()` on the same name raise the hold count.
+   */
+  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    const held = await this.acquire(options);
+    try {
+      const hold = held.hold;
+      const context = new Map(this.core.context.getStore() ?? []);
+      context.set(this.core.keys.lock(this.name), { owner: held.owner, active: () => hold.active });
+      return await this.core.context.run(context, () => fn({ signal: held.signal, token: held.token, lock: held }));
+    } finally {
+      await held[Symbol.asyncDispose]();
+    }
+  }
+
+  /** True when any owner holds the lock. */
+  async isLocked(): Promise<boolean> {
+    return (await this.inspect()).owner !== null;
+  }
+
+  /** ms until the current lease runs out, or `null` when the lock is free. */
+  async remainingTtl(): Promise<number | null> {
+    return (await this.inspect()).remainingTtl;
+  }
+
+  /** The current owner's hold count (0 when free). */
+  async holdCount(): Promise<number> {
+    return (await this.inspect()).holdCount;
+  }
+
+  /** Reads owner, hold count, token and remaining lease in one step. */
+  async inspect(): Promise<LockInfo> {
+    this.core.assertOpen();
+    const reply = (await this.core.run(scripts['lock/inspect'], [this.core.keys.lock(this.name), this.core.keys.fence(this.name)], [])) as [
+      string | null,
+      number,
+      number,
+      number,
+      number,
+    ];
+    const [owner, holdCount, token, pttl, lastToken] = reply;
+    return { name: this.name, owner: owner ?? null, holdCount, token, remainingTtl: owner ? pttl : null, lastToken };
+  }
+
+  /**
+   * Deletes the lock whoever holds it and wakes the waiters. The holder's signal aborts at its next renewal
+   * (watchdog) or lease end. For operators: prefer letting leases expire.
+   * @returns true if a lock was deleted
+   */
+  async forceUnlock(): Promise<boolean> {
+    this.core.assertOpen();
+    return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
+  }
+
+  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
+    const opts = checkOptions<AcquireOptions>(options);
+    checkKnownKeys(opts, ACQUIRE_KEYS);
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const fixedLease = optDuration(opts.lease, 'options.lease');
+    const signal = optSignal(opts.signal, 'options.signal');
+    if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
+    this.core.assertOpen();
+
+    const core = this.core;
+    const key = core.keys.lock(this.name);
+    const inherited = core.context.getStore()?.get(key);
+    const fresh = opts.owner === undefined && !(inherited && inherited.active());
+    const owner = opts.owner ?? (inherited && inherited.active() ? inherited.owner : core.newOwner());
+    const leaseMs = fixedLease ?? core.settings.watchdogLease;
+    const keys = [key, core.keys.fence(this.name)];
+
+    return waitFor(core, {
+      name: this.name,
+      channel: core.keys.channel(this.name),
+      timeout,
+      signal,
+      attempt: async (budget) => {
+        const sentAt = now();
+        let reply: number[];
+        try {
+          reply = (await core.run(scripts['lock/acquire'], keys, [owner, leaseMs], budget)) as number[];
+        } catch (error) {
+          // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
+          if (fresh && error instanceof RedisConnectionError) this.#abandon(owner);
+          throw error;
+        }
+        if (reply[0] === 1) {
+          return { done: true, value: this.#held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
+        }
+        const pttl = reply[1] ?? -2;
+        return { done: false, retryInMs: pttl === -2 ? 0 : pttl };
+      },
+    });
+  }
+
+  #holds = new Map<string, Hold>();
+
+  #held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
+    let hold = this.#holds.get(owner);
+    if (!hold || hold.lease.done) {
+      hold = new Hold(this, owner, token);
+      const h = hold;
+      const core = this.core;
+      hold.lease = new Lease({
+        name: this.name,
+        leaseMs,
+        renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
+        sentAt,
+        renew: async (ms) => (await core.run(scripts['lock/renew'], [core.keys.lock(this.name)], [owner, ms])) === 1,
+        onLost: (error: LockLostError) => {
+          this.#forget(h);
+          core.emitLost(error);
+        },
+      });
+      this.#holds.set(owner, hold);
+      core.holds.add(hold);
+    } else {
+      hold.lease.confirm(sentAt, leaseMs);
+    }
+    hold.holds++;
+    return new HeldLock(hold, holdCount);
+  }
+
+  #forget(hold: Hold): void {
+    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    this.core.holds.delete(hold);
+  }
+
+  #abandon(owner: string): void {
+    const core = this.core;
+    core
+      .run(scripts['lock/release'], [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())], [
+        owner,
+        core.keys.channel(this.name),
+        core.settings.releaseMarkerTtl,
+        '1',
+      ])
+      .catch(() => {
+        /* Redis is unreachable: the lease will expire */
+      });
+  }
+
+  /** @internal Releases one hold with retries that reuse one request id. */
+  async releaseHold(hold: Hold): Promise<void> {
+    const core = this.core;
+    const requestId = core.requestId();
+    const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, requestId)];
+    const args = [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0'];
+    let left: number | undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        left = (await core.run(scripts['lock/release'], keys, args)) as number;
+        break;
+      } catch (error) {
+        if (!(error instanceof RedisConnectionError) || attempt >= 3 || hold.lease.lost) throw error;
+        await new Promise((r) => setTimeout(r, 25 * attempt));
+      }
+    }
+    hold.holds = Math.max(0, hold.holds - 1);
+    if (left < 0) {
+      this.#forget(hold);
+      if (!hold.lease.lost) hold.lease.lose('expired');
+      throw new LockNotHeldError(this.name, `lock "${this.name}" was no longer held by this owner when released (lost: ${describeLoss(hold)})`);
+    }
+    if (left === 0 || hold.holds === 0) {
+      hold.lease.stop();
+      this.#forget(hold);
+    }
+  }
+}
+
+function describeLoss(hold: Hold): string {
+  const reason = hold.lease.signal.reason as LockLostError | undefined;
+  return reason?.reason ?? 'expired';
+}
