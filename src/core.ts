@@ -48,6 +48,11 @@ export class Core {
     this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
   }
 
+  /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (passed in ARGV). */
+  get publishCommand(): 'publish' | 'spublish' {
+    return this.settings.sharded ? 'spublish' : 'publish';
+  }
+
   get closed(): boolean {
     return this.#closed;
   }

@@ -140,3 +140,76 @@ export class ScriptError extends HoldfastError {
     super('SCRIPT_ERROR', message, options);
   }
 }
+
+/** What one Redis node of a {@link QuorumNotReachedError} answered. */
+export interface NodeResult {
+  /** The node's index in the list the Redlock was built with. */
+  node: number;
+  /**
+   * `acquired`: the node granted (or extended / released) the lock for this owner; `busy`: another owner holds it
+   * there; `not-held`: this owner does not hold it there (any more); `error`: no usable answer (see `error`).
+   */
+  status: 'acquired' | 'busy' | 'not-held' | 'error';
+  /** The node's remaining lease of the other owner, for `busy`, in ms. */
+  ttl?: number;
+  /** Why the node gave no answer, for `error`. */
+  error?: Error;
+}
+
+/**
+ * A Redlock operation did not reach a majority of its nodes (acquire, extend or release). `nodes` says what each node
+ * answered in the last attempt. Code `QUORUM_NOT_REACHED`.
+ */
+export class QuorumNotReachedError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  /** What was attempted. */
+  readonly operation: 'acquire' | 'extend' | 'release';
+  /** How many nodes had to agree. */
+  readonly quorum: number;
+  /** Per-node answers of the last attempt. */
+  readonly nodes: readonly NodeResult[];
+  /** Attempts made (acquire only; 1 otherwise). */
+  readonly attempts: number;
+  constructor(
+    lockName: string,
+    operation: 'acquire' | 'extend' | 'release',
+    quorum: number,
+    nodes: readonly NodeResult[],
+    attempts = 1,
+    options?: HoldfastErrorOptions & { detail?: string },
+  ) {
+    const count = (s: NodeResult['status']): number => nodes.filter((n) => n.status === s).length;
+    const summary = `acquired ${count('acquired')}, busy ${count('busy')}, not-held ${count('not-held')}, error ${count('error')}`;
+    super(
+      'QUORUM_NOT_REACHED',
+      `redlock "${lockName}": ${operation} did not reach ${quorum} of ${nodes.length} nodes after ${attempts} attempt(s) (${summary})` +
+        (options?.detail ? `: ${options.detail}` : ''),
+      options,
+    );
+    this.lockName = lockName;
+    this.operation = operation;
+    this.quorum = quorum;
+    this.nodes = nodes;
+    this.attempts = attempts;
+  }
+}
+
+/**
+ * `WAIT` / `WAITAOF` after an acquisition did not reach the required number of replicas in time; the acquisition was
+ * rolled back (released) before this was thrown. Code `REPLICATION_NOT_REACHED`.
+ */
+export class ReplicationNotReachedError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  /** Replicas required. */
+  readonly required: number;
+  /** Replicas that acknowledged within the timeout. */
+  readonly reached: number;
+  constructor(lockName: string, required: number, reached: number, options?: HoldfastErrorOptions) {
+    super('REPLICATION_NOT_REACHED', `"${lockName}": the acquisition reached ${reached} of ${required} required replica(s) in time and was rolled back`, options);
+    this.lockName = lockName;
+    this.required = required;
+    this.reached = reached;
+  }
+}

@@ -19,8 +19,19 @@ export {
   UpgradeRefusedError,
   StaleTokenError,
   ScriptError,
+  QuorumNotReachedError,
+  ReplicationNotReachedError,
+  type NodeResult,
   type HoldfastErrorCode,
   type HoldfastErrorOptions,
   type LockLostReason,
 } from './errors.js';
+export {
+  Redlock,
+  RedlockLock,
+  HeldRedlock,
+  type RedlockOptions,
+  type RedlockAcquireOptions,
+  type RedlockEvents,
+} from './primitives/redlock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';

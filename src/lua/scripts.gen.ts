@@ -11,8 +11,8 @@ export const scripts = {
   "lock/force-unlock": {
     name: "lock/force-unlock",
     numKeys: 1,
-    sha: "7fae0c6f2d32999f0ced4c6d67fe26525bbc1419",
-    source: "--[[\n  Delete a lock whoever holds it, and wake its waiters.\n  KEYS[1] the lock hash\n  ARGV[1] channel to publish on\n  Returns 1 when a lock was deleted, 0 when there was none.\n]]\nif redis.call('del', KEYS[1]) == 1 then\n  redis.call('publish', ARGV[1], '0')\n  return 1\nend\nreturn 0\n",
+    sha: "45b731dc9b78bd580158b35563c1b64889502c5e",
+    source: "--[[\n  Delete a lock whoever holds it, and wake its waiters.\n  KEYS[1] the lock hash\n  ARGV[1] channel to publish on\n  ARGV[2] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)\n  Returns 1 when a lock was deleted, 0 when there was none.\n]]\nif redis.call('del', KEYS[1]) == 1 then\n  redis.call(ARGV[2], ARGV[1], 'a')\n  return 1\nend\nreturn 0\n",
   },
   "lock/inspect": {
     name: "lock/inspect",
@@ -23,13 +23,19 @@ export const scripts = {
   "lock/release": {
     name: "lock/release",
     numKeys: 2,
-    sha: "3150f70f19d57e91094c43dd10dfaa7d270aaf84",
-    source: "--[[\n  Release one hold (or every hold) of a reentrant lock, idempotently per request.\n  KEYS[1] the lock hash\n  KEYS[2] this request's release marker\n  ARGV[1] owner id\n  ARGV[2] channel to publish a release on\n  ARGV[3] marker TTL in ms\n  ARGV[4] '1' to release every hold of this owner at once, '0' for one\n  Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.\n  A retried request returns what its first run returned.\n]]\nlocal done = redis.call('get', KEYS[2])\nif done then\n  return tonumber(done)\nend\nif redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then\n  return -1\nend\nlocal left = 0\nif ARGV[4] ~= '1' then\n  left = redis.call('hincrby', KEYS[1], 'c', -1)\nend\nif left <= 0 then\n  left = 0\n  redis.call('del', KEYS[1])\n  redis.call('publish', ARGV[2], '0')\nend\nredis.call('set', KEYS[2], left, 'px', ARGV[3])\nreturn left\n",
+    sha: "6e7a995fdb815f9b24241bdf332451e8287e8c27",
+    source: "--[[\n  Release one hold (or every hold) of a reentrant lock, idempotently per request.\n  KEYS[1] the lock hash\n  KEYS[2] this request's release marker\n  ARGV[1] owner id\n  ARGV[2] channel to publish a release on\n  ARGV[3] marker TTL in ms\n  ARGV[4] '1' to release every hold of this owner at once, '0' for one\n  ARGV[5] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)\n  Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.\n  A retried request returns what its first run returned.\n]]\nlocal done = redis.call('get', KEYS[2])\nif done then\n  return tonumber(done)\nend\nif redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then\n  return -1\nend\nlocal left = 0\nif ARGV[4] ~= '1' then\n  left = redis.call('hincrby', KEYS[1], 'c', -1)\nend\nif left <= 0 then\n  left = 0\n  redis.call('del', KEYS[1])\n  redis.call(ARGV[5], ARGV[2], '1')\nend\nredis.call('set', KEYS[2], left, 'px', ARGV[3])\nreturn left\n",
   },
   "lock/renew": {
     name: "lock/renew",
     numKeys: 1,
     sha: "ce796f72a6e0a133e4819b79179a52dfb938ed51",
     source: "--[[\n  Extend the lease of a lock this owner holds. Never revives an expired lock: an expired hash is gone.\n  KEYS[1] the lock hash\n  ARGV[1] owner id\n  ARGV[2] new lease in ms\n  Returns 1 when extended, 0 when this owner no longer holds the lock.\n]]\nif redis.call('hget', KEYS[1], 'o') == ARGV[1] then\n  redis.call('pexpire', KEYS[1], ARGV[2])\n  return 1\nend\nreturn 0\n",
+  },
+  "redlock/fence": {
+    name: "redlock/fence",
+    numKeys: 2,
+    sha: "a3535b723bfaa0011d9e5703b7bd357035450b2a",
+    source: "--[[\n  Redlock's second round: raise this node's fencing counter to the token chosen from the quorum's counters, but\n  only while this owner still holds the lock here. Once a majority has done it, every later acquisition, which must\n  take one of those nodes after this owner's key left it, mints a larger token there.\n  KEYS[1] the lock hash {o = owner, c = hold count, t = fencing token}\n  KEYS[2] the fencing counter of this name\n  ARGV[1] owner id\n  ARGV[2] the token chosen (max of the quorum's counters)\n  Returns 1 when raised (or already at least as high), 0 when this owner does not hold the lock here.\n]]\nif redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then\n  return 0\nend\nlocal token = tonumber(ARGV[2])\nlocal current = tonumber(redis.call('get', KEYS[2]) or '0')\nif current < token then\n  redis.call('set', KEYS[2], token)\nend\nredis.call('hset', KEYS[1], 't', token)\nreturn 1\n",
   },
 } as const satisfies Record<string, ScriptDef>;

@@ -86,6 +86,7 @@ export class Hold implements Closable {
         core.keys.channel(this.lock.name),
         core.settings.releaseMarkerTtl,
         '1',
+        core.publishCommand,
       ]);
     } finally {
       this.lease.lose('client-closed');
@@ -255,7 +256,7 @@ export class Lock {
    */
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
+    return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name), this.core.publishCommand])) === 1;
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
@@ -340,6 +341,7 @@ export class Lock {
         core.keys.channel(this.name),
         core.settings.releaseMarkerTtl,
         '1',
+        core.publishCommand,
       ])
       .catch(() => {
         /* Redis is unreachable: the lease will expire */
@@ -351,7 +353,7 @@ export class Lock {
     const core = this.core;
     const requestId = core.requestId();
     const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, requestId)];
-    const args = [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0'];
+    const args = [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', core.publishCommand];
     let left: number | undefined;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -6,6 +6,7 @@
   ARGV[2] channel to publish a release on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
+  ARGV[5] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)
   Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.
   A retried request returns what its first run returned.
 ]]
@@ -23,7 +24,7 @@ end
 if left <= 0 then
   left = 0
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], '1')
+  redis.call(ARGV[5], ARGV[2], '1')
 end
 redis.call('set', KEYS[2], left, 'px', ARGV[3])
 return left

@@ -1,0 +1,537 @@
+/**
+ * Redlock (C12): one lock over N independent Redis masters, held while a majority of them hold it.
+ *
+ * Each node runs the same scripts as the single-Redis {@link Lock} (`lock/acquire`, `lock/renew`, `lock/release`), so
+ * the keys are the same and a node can be inspected with the usual tools. On top:
+ *
+ * - an attempt is timed with the monotonic clock started before the first request; it succeeds only with a majority
+ *   and a positive validity `lease − elapsed − drift` (drift = 1 % of the lease + 2 ms);
+ * - after any failed attempt the lock is released on every node (also those that seemed to refuse or time out);
+ * - attempts are retried after `retryDelay` plus a random jitter, so contenders do not split votes forever;
+ * - the watchdog and `extend()` renew on every node and count only with a majority;
+ * - fencing tokens take a second round: the token is the largest per-node counter of the quorum, and a majority
+ *   must raise its counter to it while still holding the lock, so any later acquisition mints a larger token
+ *   (see `docs/topologies.md` for when this fails: a node that loses its data).
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { RedisTransport } from '../client.js';
+import type { Closable } from '../core.js';
+import {
+  AcquireTimeoutError,
+  ClientClosedError,
+  LockNotHeldError,
+  QuorumNotReachedError,
+  type LockLostError,
+  type NodeResult,
+} from '../errors.js';
+import { now } from '../internal/clock.js';
+import { driftOf, Lease } from '../internal/lease.js';
+import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { Keys } from '../keys.js';
+import { scripts } from '../lua/scripts.gen.js';
+import { runScript } from '../script.js';
+import { Holdfast, toTransport } from '../holdfast.js';
+
+/** Options of {@link Redlock}. */
+export interface RedlockOptions {
+  /**
+   * The independent masters, at least 1 (use an odd number ≥ 3 for fault tolerance): each an ioredis client, a
+   * connected node-redis client, a {@link RedisTransport}, or a `Holdfast` (its client is used; its settings are not).
+   * They must not replicate each other. holdfast never closes them.
+   */
+  redis: readonly unknown[];
+  /**
+   * Prepended to every key. Give each application its own.
+   * @default "holdfast:"
+   */
+  prefix?: string;
+  /**
+   * Longest wait for one node's reply within an attempt, in ms. Keep it small against the lease, so a dead node costs
+   * little validity; a node that does not answer in time counts as a refusal.
+   * @default 200
+   */
+  nodeTimeout?: number;
+  /**
+   * How many times `acquire()` retries after a failed attempt (so it makes at most `retryCount + 1` attempts).
+   * `Infinity` retries until the acquire's `timeout` or `signal`.
+   * @default 10
+   */
+  retryCount?: number;
+  /**
+   * Base pause between attempts, in ms.
+   * @default 200
+   */
+  retryDelay?: number;
+  /**
+   * Random extra pause added to each `retryDelay`, uniformly in `[0, retryJitter)` ms: it desynchronises contenders.
+   * @default 100
+   */
+  retryJitter?: number;
+  /**
+   * The lease the watchdog keeps when `acquire()` is given no `lease`, in ms.
+   * @default 30000
+   */
+  watchdogLease?: number;
+  /**
+   * How often the watchdog renews (by quorum), in ms. Must be less than `watchdogLease`.
+   * @default watchdogLease / 3
+   */
+  watchdogInterval?: number;
+  /**
+   * How long a release request's retry-safety marker lives on each node, in ms.
+   * @default 60000
+   */
+  releaseMarkerTtl?: number;
+}
+
+const OPTION_KEYS = ['redis', 'prefix', 'nodeTimeout', 'retryCount', 'retryDelay', 'retryJitter', 'watchdogLease', 'watchdogInterval', 'releaseMarkerTtl'] as const;
+
+/** Options of {@link RedlockLock.acquire}. */
+export interface RedlockAcquireOptions {
+  /**
+   * Longest total wait, in ms, across attempts; `acquire()` also stops after `retryCount` retries, whichever is first.
+   * @default no limit (only `retryCount` bounds the wait)
+   */
+  timeout?: number;
+  /**
+   * A fixed lease in ms: no watchdog; the lock is valid for `validity` ms after the acquisition returns.
+   * @default undefined: the watchdog keeps `watchdogLease`, renewed by quorum every `watchdogInterval`
+   */
+  lease?: number;
+  /** Aborts the wait: the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
+
+/** Events a {@link Redlock} emits. */
+export interface RedlockEvents {
+  /** A held Redlock was lost (its `signal` aborted with the same error). */
+  lockLost: [error: LockLostError];
+}
+
+interface Settings {
+  nodeTimeout: number;
+  retryCount: number;
+  retryDelay: number;
+  retryJitter: number;
+  watchdogLease: number;
+  watchdogInterval: number;
+  releaseMarkerTtl: number;
+}
+
+/** Turns a node given by the user into a transport (a `Holdfast` lends its transport). */
+function nodeTransport(redis: unknown): RedisTransport {
+  return redis instanceof Holdfast ? redis.core.transport : toTransport(redis);
+}
+
+/**
+ * A lock over N independent Redis masters (the Redlock algorithm). Create one per set of masters and share it.
+ *
+ * @example
+ * ```ts
+ * const redlock = new Redlock({ redis: [a, b, c, d, e] });
+ * await using lock = await redlock.lock('report:daily').acquire({ lease: 10_000 });
+ * await writeReport({ fence: lock.token, signal: lock.signal });
+ * ```
+ */
+export class Redlock extends EventEmitter<RedlockEvents> {
+  /** @internal */
+  readonly nodes: readonly RedisTransport[];
+  /** @internal */
+  readonly keys: Keys;
+  /** @internal */
+  readonly settings: Readonly<Settings>;
+  /** @internal */
+  readonly holds = new Set<Closable>();
+  /** How many nodes must agree: ⌊N/2⌋ + 1. */
+  readonly quorum: number;
+  readonly #clientId = randomUUID();
+  #seq = 0;
+  #closed = false;
+
+  constructor(options: RedlockOptions) {
+    super();
+    const opts = checkOptions<RedlockOptions>(options);
+    if (options === undefined) throw new TypeError('options must be an object with a `redis` array of clients');
+    checkKnownKeys(opts, OPTION_KEYS);
+    if (!Array.isArray(opts.redis) || opts.redis.length === 0) {
+      throw new TypeError('options.redis must be a non-empty array of Redis clients (one per independent master)');
+    }
+    this.nodes = opts.redis.map((r: unknown, i) => {
+      try {
+        return nodeTransport(r);
+      } catch (error) {
+        throw new TypeError(`options.redis[${i}]: ${(error as Error).message}`, { cause: error });
+      }
+    });
+    const prefix = opts.prefix ?? 'holdfast:';
+    if (typeof prefix !== 'string') throw new TypeError(`options.prefix must be a string, got ${typeof prefix}`);
+    if (prefix.length > 256) throw new RangeError('options.prefix must be at most 256 characters');
+    this.keys = new Keys(prefix);
+    const watchdogLease = checkDuration(opts.watchdogLease ?? 30_000, 'options.watchdogLease', 100);
+    const watchdogInterval = checkDuration(opts.watchdogInterval ?? Math.floor(watchdogLease / 3), 'options.watchdogInterval', 10);
+    if (watchdogInterval >= watchdogLease) {
+      throw new RangeError(`options.watchdogInterval (${watchdogInterval}) must be less than options.watchdogLease (${watchdogLease})`);
+    }
+    this.settings = {
+      nodeTimeout: checkDuration(opts.nodeTimeout ?? 200, 'options.nodeTimeout'),
+      retryCount: opts.retryCount === Infinity ? Infinity : checkInt(opts.retryCount ?? 10, 'options.retryCount', 0),
+      retryDelay: checkDuration(opts.retryDelay ?? 200, 'options.retryDelay', 0),
+      retryJitter: checkDuration(opts.retryJitter ?? 100, 'options.retryJitter', 0),
+      watchdogLease,
+      watchdogInterval,
+      releaseMarkerTtl: checkDuration(opts.releaseMarkerTtl ?? 60_000, 'options.releaseMarkerTtl', 1000),
+    };
+    this.quorum = Math.floor(this.nodes.length / 2) + 1;
+  }
+
+  /** A handle on the Redlock `name` (cheap; no Redis call). */
+  lock(name: string): RedlockLock {
+    return new RedlockLock(this, checkName(name));
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** @internal */
+  assertOpen(): void {
+    if (this.#closed) throw new ClientClosedError();
+  }
+
+  /** @internal A fresh owner id per attempt: a late reply of an abandoned attempt can never pass for a later one. */
+  newOwner(): string {
+    return `${this.#clientId}:r${++this.#seq}`;
+  }
+
+  /** Releases every Redlock this instance holds (on every node) and stops their watchdogs. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const holds = [...this.holds];
+    this.holds.clear();
+    await Promise.allSettled(holds.map((h) => h.closeHold()));
+  }
+
+  /** `await using redlock = new Redlock(...)` closes it at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** What one attempt came to. */
+interface AttemptResult {
+  held: HeldRedlock | undefined;
+  results: NodeResult[];
+}
+
+type Settled<T> = PromiseSettledResult<T>;
+
+function toError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    timer.unref();
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * A handle on one Redlock name, from `redlock.lock(name)`. Not reentrant: every acquisition is a new owner.
+ */
+export class RedlockLock {
+  /** @internal */
+  constructor(
+    readonly redlock: Redlock,
+    /** The lock's name. */
+    readonly name: string,
+  ) {}
+
+  /**
+   * Attempts until a majority grants the lock with positive validity, or the retry budget / `timeout` runs out.
+   * @throws {QuorumNotReachedError} after `retryCount + 1` failed attempts (with the last attempt's per-node results)
+   * @throws {AcquireTimeoutError} when `timeout` runs out first (its `cause` is the last attempt's QuorumNotReachedError)
+   * @throws the signal's reason when `signal` aborts
+   */
+  async acquire(options?: RedlockAcquireOptions): Promise<HeldRedlock> {
+    const held = await this.#acquire(options, false);
+    if (!held) throw new Error('internal: acquire returned no lock');
+    return held;
+  }
+
+  /**
+   * One attempt: the held lock, or `null` when the lock is held elsewhere (a majority answered, but not enough granted).
+   * @throws {QuorumNotReachedError} when too few nodes answered at all (the lock could not be judged)
+   */
+  tryAcquire(options?: Omit<RedlockAcquireOptions, 'timeout'>): Promise<HeldRedlock | null> {
+    return this.#acquire(options, true);
+  }
+
+  /** Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. */
+  async withLock<T>(fn: (held: HeldRedlock) => Promise<T> | T, options?: RedlockAcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    const held = await this.acquire(options);
+    try {
+      return await fn(held);
+    } finally {
+      await held[Symbol.asyncDispose]();
+    }
+  }
+
+  async #acquire(options: RedlockAcquireOptions | undefined, single: boolean): Promise<HeldRedlock | null> {
+    const opts = checkOptions<RedlockAcquireOptions>(options);
+    checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0);
+    const fixedLease = optDuration(opts.lease, 'options.lease', 10);
+    const signal = optSignal(opts.signal, 'options.signal');
+    const redlock = this.redlock;
+    redlock.assertOpen();
+    const { retryCount, retryDelay, retryJitter } = redlock.settings;
+    const deadline = timeout === undefined ? Infinity : now() + timeout;
+    const leaseMs = fixedLease ?? redlock.settings.watchdogLease;
+
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      redlock.assertOpen();
+      const result = await this.#attempt(leaseMs, fixedLease === undefined);
+      if (result.held) return result.held;
+      const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
+      const failure = new QuorumNotReachedError(this.name, 'acquire', redlock.quorum, result.results, attempt);
+      if (single) {
+        if (answered >= redlock.quorum) return null;
+        throw failure;
+      }
+      if (attempt > retryCount) throw failure;
+      const delay = retryDelay + Math.floor(Math.random() * retryJitter);
+      if (now() + delay >= deadline) throw new AcquireTimeoutError(this.name, timeout ?? 0, { cause: failure });
+      await sleep(delay, signal);
+    }
+  }
+
+  /** One Redlock attempt: acquire round, fencing round, validity check; on failure, release everywhere. */
+  async #attempt(leaseMs: number, watchdog: boolean): Promise<AttemptResult> {
+    const redlock = this.redlock;
+    const { nodes, keys, quorum } = redlock;
+    const nodeTimeout = redlock.settings.nodeTimeout;
+    const owner = redlock.newOwner();
+    const lockKeys = [keys.lock(this.name), keys.fence(this.name)];
+    // The clock starts before the first request: every key was set at or after `start`.
+    const start = now();
+    const replies: Settled<unknown>[] = await Promise.allSettled(
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs], nodeTimeout)),
+    );
+    const results: NodeResult[] = replies.map((reply, node) => {
+      if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
+      const value = reply.value as number[];
+      return value[0] === 1 ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value[1] ?? -2 };
+    });
+    const granted = results.filter((r) => r.status === 'acquired').map((r) => r.node);
+    if (granted.length >= quorum) {
+      const token = Math.max(...granted.map((i) => Number((replies[i] as PromiseFulfilledResult<number[]>).value[1] ?? 0)));
+      const raised = await Promise.allSettled(
+        granted.map((i) => runScript(nodes[i] as RedisTransport, scripts['redlock/fence'], lockKeys, [owner, token], nodeTimeout)),
+      );
+      let fenced = 0;
+      raised.forEach((reply, j) => {
+        const node = granted[j] as number;
+        if (reply.status === 'fulfilled' && reply.value === 1) fenced++;
+        else if (reply.status === 'fulfilled') results[node] = { node, status: 'not-held' };
+        else results[node] = { node, status: 'error', error: toError(reply.reason) };
+      });
+      const validity = leaseMs - (now() - start) - driftOf(leaseMs);
+      if (fenced >= quorum && validity > 0) {
+        return { held: this.#held(owner, token, start, leaseMs, validity, watchdog, results), results };
+      }
+    }
+    await this.#releaseEverywhere(owner);
+    return { held: undefined, results };
+  }
+
+  #held(owner: string, token: number, start: number, leaseMs: number, validity: number, watchdog: boolean, results: NodeResult[]): HeldRedlock {
+    const redlock = this.redlock;
+    const held = new HeldRedlock(this, owner, token, validity, results);
+    held.lease = new Lease({
+      name: this.name,
+      leaseMs,
+      renewEveryMs: watchdog ? redlock.settings.watchdogInterval : undefined,
+      sentAt: start,
+      renew: async (ms) => {
+        const outcome = await this.renewEverywhere(owner, ms);
+        if (outcome.extended >= redlock.quorum) return true;
+        // A majority said "not yours": no renewal can ever reach the quorum again.
+        if (outcome.notHeld > redlock.nodes.length - redlock.quorum) return false;
+        throw new QuorumNotReachedError(this.name, 'extend', redlock.quorum, outcome.results);
+      },
+      onLost: (error) => {
+        redlock.holds.delete(held);
+        if (redlock.listenerCount('lockLost') > 0) redlock.emit('lockLost', error);
+      },
+    });
+    redlock.holds.add(held);
+    return held;
+  }
+
+  /** @internal `lock/renew` on every node. */
+  async renewEverywhere(owner: string, leaseMs: number): Promise<{ extended: number; notHeld: number; results: NodeResult[] }> {
+    const { nodes, keys, settings } = this.redlock;
+    const replies = await Promise.allSettled(
+      nodes.map((node) => runScript(node, scripts['lock/renew'], [keys.lock(this.name)], [owner, leaseMs], settings.nodeTimeout)),
+    );
+    const results: NodeResult[] = replies.map((reply, node) => {
+      if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
+      return reply.value === 1 ? { node, status: 'acquired' } : { node, status: 'not-held' };
+    });
+    return {
+      extended: results.filter((r) => r.status === 'acquired').length,
+      notHeld: results.filter((r) => r.status === 'not-held').length,
+      results,
+    };
+  }
+
+  /** @internal `lock/release` (every hold of `owner`) on every node, whatever it answered before. */
+  async releaseEverywhere(owner: string): Promise<NodeResult[]> {
+    return this.#releaseEverywhere(owner);
+  }
+
+  async #releaseEverywhere(owner: string): Promise<NodeResult[]> {
+    const { nodes, keys, settings } = this.redlock;
+    const requestId = randomUUID();
+    const replies = await Promise.allSettled(
+      nodes.map((node) =>
+        runScript(
+          node,
+          scripts['lock/release'],
+          [keys.lock(this.name), keys.releaseMarker(this.name, requestId)],
+          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', 'publish'],
+          settings.nodeTimeout,
+        ),
+      ),
+    );
+    return replies.map((reply, node): NodeResult => {
+      if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
+      return Number(reply.value) >= 0 ? { node, status: 'acquired' } : { node, status: 'not-held' };
+    });
+  }
+}
+
+/**
+ * A held Redlock. Release it once (`release()` or `await using`); a second release does nothing.
+ */
+export class HeldRedlock implements AsyncDisposable, Closable {
+  /** @internal */
+  lease!: Lease;
+  #released: Promise<void> | undefined;
+
+  /** @internal */
+  constructor(
+    readonly lock: RedlockLock,
+    /** The owner id (random, per acquisition). */
+    readonly owner: string,
+    /**
+     * The fencing token: larger than the token of every acquisition that returned before this one started, as long as
+     * no node lost its data (see docs/topologies.md).
+     */
+    readonly token: number,
+    /** ms the lock was certainly valid for when `acquire()` returned: lease − elapsed − drift. */
+    readonly validity: number,
+    /** What each node answered in the winning attempt. */
+    readonly nodes: readonly NodeResult[],
+  ) {}
+
+  /** The lock's name. */
+  get name(): string {
+    return this.lock.name;
+  }
+  /** Aborts, with a `LockLostError` as its reason, when a majority can no longer be counted on. */
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+  /** True once the lock was lost (not when released). */
+  get lost(): boolean {
+    return this.lease.lost;
+  }
+  /** True once released. */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /**
+   * Sets the lease to `leaseMs` from now on every node; counts only with a majority.
+   * @throws {LockNotHeldError} when a majority no longer holds it for this owner
+   * @throws {QuorumNotReachedError} when too few nodes answered (the lease still runs out on its own)
+   */
+  async extend(leaseMs: number): Promise<void> {
+    const lease = optDuration(leaseMs, 'leaseMs', 10);
+    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    if (this.released) throw new LockNotHeldError(this.name, `redlock "${this.name}" was already released`);
+    if (this.lease.lost) throw new LockNotHeldError(this.name);
+    const redlock = this.lock.redlock;
+    const sentAt = now();
+    const outcome = await this.lock.renewEverywhere(this.owner, lease);
+    if (outcome.extended >= redlock.quorum && sentAt + lease - driftOf(lease) > now()) {
+      this.lease.confirm(sentAt, lease);
+      return;
+    }
+    if (outcome.notHeld > redlock.nodes.length - redlock.quorum) {
+      this.lease.lose('expired');
+      throw new LockNotHeldError(this.name);
+    }
+    throw new QuorumNotReachedError(this.name, 'extend', redlock.quorum, outcome.results);
+  }
+
+  /**
+   * Releases on every node. Idempotent.
+   * @throws {LockNotHeldError} when the lock had been lost before the release
+   * @throws {QuorumNotReachedError} when too few nodes answered (their keys expire with the lease)
+   */
+  release(): Promise<void> {
+    this.#released ??= this.#release();
+    return this.#released;
+  }
+
+  async #release(): Promise<void> {
+    const redlock = this.lock.redlock;
+    const wasLost = this.lease.lost;
+    this.lease.stop();
+    redlock.holds.delete(this);
+    const results = await this.lock.releaseEverywhere(this.owner);
+    if (wasLost) throw new LockNotHeldError(this.name, `redlock "${this.name}" was lost before it was released`);
+    const answered = results.filter((r) => r.status !== 'error').length;
+    if (answered < redlock.quorum) throw new QuorumNotReachedError(this.name, 'release', redlock.quorum, results);
+  }
+
+  /** @internal Called by `redlock.close()`. */
+  async closeHold(): Promise<void> {
+    this.lease.stop();
+    try {
+      await this.lock.releaseEverywhere(this.owner);
+    } finally {
+      this.lease.lose('client-closed');
+    }
+  }
+
+  /** Releases; never throws for a lock that was already lost or released. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (error) {
+      if (!(error instanceof LockNotHeldError)) throw error;
+    }
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * Redlock over 5 independent redis-server processes: quorum, validity, release after failure, fencing across
+ * quorums, watchdog by quorum, and the fault cases (minority down → still works; majority down → a clean failure
+ * within the retry budget, never a false success).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { QuorumNotReachedError, Redlock, LockLostError, AcquireTimeoutError, type RedlockOptions } from '../../src/index.js';
+import { adapters } from '../support/clients.js';
+import { RedisServer, rawCommand } from '../support/redis-server.js';
+
+const N = 5;
+let servers: RedisServer[] = [];
+
+before(async () => {
+  servers = await Promise.all(Array.from({ length: N }, () => RedisServer.start()));
+});
+after(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+});
+
+/** Count of keys with our prefix on a node (raw socket: no client library involved). */
+async function keyCount(server: RedisServer, prefix: string): Promise<number> {
+  const reply = await rawCommand(server.port, `EVAL "return #redis.call('keys', ARGV[1])" 0 ${prefix}*`);
+  return Number(reply.slice(1));
+}
+
+for (const adapter of adapters) {
+  void describe(`Redlock over ${N} masters (${adapter.name})`, () => {
+    const clients: unknown[] = [];
+    const redlocks: Redlock[] = [];
+
+    before(async () => {
+      for (const s of servers) clients.push(await adapter.connect(s.url));
+    });
+    after(async () => {
+      await Promise.all(redlocks.map((r) => r.close()));
+      await Promise.all(clients.map((c) => adapter.disconnect(c)));
+    });
+
+    function make(options: Omit<RedlockOptions, 'redis'> = {}): Redlock {
+      const redlock = new Redlock({ redis: clients, prefix: `rl${Math.random().toString(36).slice(2, 8)}:`, retryDelay: 20, retryJitter: 20, ...options });
+      redlocks.push(redlock);
+      return redlock;
+    }
+
+    void it('acquires by majority, refuses a second owner, releases on every node', async () => {
+      const redlock = make();
+      assert.equal(redlock.quorum, 3);
+      const held = await redlock.lock('a').acquire({ lease: 5000 });
+      assert.ok(held.validity > 0 && held.validity <= 5000 - 52);
+      assert.equal(held.nodes.filter((n) => n.status === 'acquired').length, N);
+      assert.equal(await redlock.lock('a').tryAcquire(), null);
+      await held.release();
+      await held.release(); // idempotent
+      for (const s of servers) assert.equal(await keyCount(s, `${redlock.keys.prefix}{a}:lock`), 0);
+      const again = await redlock.lock('a').tryAcquire({ lease: 1000 });
+      assert.ok(again);
+      assert.ok(again.token > held.token);
+      await again.release();
+    });
+
+    void it('validates arguments before any Redis call', async () => {
+      assert.throws(() => new Redlock({ redis: [] }), TypeError);
+      assert.throws(() => new Redlock({ redis: [{}] }), TypeError);
+      assert.throws(() => make({ nodeTimeout: -1 }), RangeError);
+      assert.throws(() => make({ bogus: 1 } as never), TypeError);
+      const redlock = make();
+      assert.throws(() => redlock.lock(''), RangeError);
+      await assert.rejects(redlock.lock('v').acquire({ lease: 1.5 }), RangeError);
+      await assert.rejects(redlock.lock('v').acquire({ leaseMs: 1 } as never), TypeError);
+    });
+
+    void it('fencing tokens grow across different quorums (the second round raises the majority)', async () => {
+      const redlock = make();
+      const fenceKey = redlock.keys.fence('f');
+      // Node 0's counter is far ahead of the others.
+      await rawCommand(servers[0]!.port, `SET ${fenceKey} 100`);
+      const first = await redlock.lock('f').acquire({ lease: 5000 });
+      assert.equal(first.token, 101);
+      await first.release();
+      // Now acquire without node 0 (paused): the raised majority still orders the next token after the first.
+      servers[0]!.pause();
+      try {
+        const second = await redlock.lock('f').acquire({ lease: 5000 });
+        assert.ok(second.token > first.token, `token ${second.token} after ${first.token}`);
+        await second.release().catch(() => {});
+      } finally {
+        servers[0]!.resume();
+      }
+    });
+
+    void it('mutual exclusion under contention: no lost update on a shared counter', async () => {
+      const prefix = `rlc${Math.random().toString(36).slice(2, 8)}:`;
+      const a = make({ retryCount: Infinity, prefix });
+      const b = make({ retryCount: Infinity, prefix });
+      let counter = 0;
+      let inside = 0;
+      const work = async (redlock: Redlock): Promise<void> => {
+        for (let i = 0; i < 10; i++) {
+          await redlock.lock('cnt').withLock(
+            async () => {
+              inside++;
+              assert.equal(inside, 1, 'two holders at once');
+              const v = counter;
+              await new Promise((r) => setTimeout(r, 2));
+              counter = v + 1;
+              inside--;
+            },
+            { lease: 3000, timeout: 10_000 },
+          );
+        }
+      };
+      await Promise.all([work(a), work(b)]);
+      assert.equal(counter, 20);
+    });
+
+    void it('the watchdog renews by quorum; losing the majority aborts the signal', async () => {
+      const redlock = make({ watchdogLease: 1000, watchdogInterval: 250 });
+      const lost: LockLostError[] = [];
+      redlock.on('lockLost', (e) => lost.push(e));
+      const held = await redlock.lock('w').acquire();
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(held.signal.aborted, false, 'renewed past the first lease');
+      assert.equal(await redlock.lock('w').tryAcquire(), null);
+      servers.slice(0, 3).forEach((s) => s.pause());
+      try {
+        const t0 = performance.now();
+        await new Promise<void>((resolve) => held.signal.addEventListener('abort', () => resolve(), { once: true }));
+        assert.ok(performance.now() - t0 < 1200, 'aborted before the lease could lapse');
+        assert.ok(held.signal.reason instanceof LockLostError);
+        assert.equal(lost.length, 1);
+      } finally {
+        servers.slice(0, 3).forEach((s) => s.resume());
+      }
+      await assert.rejects(held.release(), { code: 'LOCK_NOT_HELD' });
+    });
+
+    void it('a minority down: still acquires, extends and releases', async () => {
+      const redlock = make();
+      servers[3]!.pause();
+      servers[4]!.pause();
+      try {
+        const held = await redlock.lock('m').acquire({ lease: 3000 });
+        assert.equal(held.nodes.filter((n) => n.status === 'error').length, 2);
+        await held.extend(4000);
+        assert.equal(await redlock.lock('m').tryAcquire(), null);
+        await held.release();
+        const again = await redlock.lock('m').tryAcquire({ lease: 1000 });
+        assert.ok(again);
+        await again.release();
+      } finally {
+        servers[3]!.resume();
+        servers[4]!.resume();
+      }
+    });
+
+    void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async () => {
+      const redlock = make({ retryCount: 2, retryDelay: 50, retryJitter: 10, nodeTimeout: 100 });
+      await Promise.all(servers.slice(0, 3).map((s) => s.kill()));
+      try {
+        const t0 = performance.now();
+        const error = await redlock
+          .lock('M')
+          .acquire({ lease: 5000 })
+          .then(
+            () => assert.fail('a false success'),
+            (e: unknown) => e,
+          );
+        const took = performance.now() - t0;
+        assert.ok(error instanceof QuorumNotReachedError, String(error));
+        assert.equal(error.code, 'QUORUM_NOT_REACHED');
+        assert.equal(error.attempts, 3);
+        assert.equal(error.nodes.filter((n) => n.status === 'error').length, 3);
+        assert.equal(error.nodes.filter((n) => n.status === 'acquired').length, 2);
+        // 3 attempts × (acquire ≤ 100 + release ≤ 100) + 2 × ≤ 60 pauses, plus scheduling slack.
+        assert.ok(took < 1500, `took ${took} ms`);
+        await assert.rejects(redlock.lock('M').tryAcquire(), QuorumNotReachedError);
+        await assert.rejects(redlock.lock('M').acquire({ timeout: 150 }), AcquireTimeoutError);
+        // The two live nodes were released after every failed attempt.
+        for (const s of servers.slice(3)) assert.equal(await keyCount(s, `${redlock.keys.prefix}{M}:lock`), 0);
+      } finally {
+        await Promise.all(servers.slice(0, 3).map((s) => s.launch()));
+      }
+    });
+  });
+}
