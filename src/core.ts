@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { ClientClosedError, type LockLostError } from './errors.js';
 import { Notifier } from './internal/notifier.js';
+import type { ReplicaSync } from './internal/replica-sync.js';
 import { Keys } from './keys.js';
 import { runCommand, runScript, type ScriptDef } from './script.js';
 
@@ -19,6 +20,8 @@ export interface CoreSettings {
   commandTimeout: number;
   releaseMarkerTtl: number;
   sharded: boolean;
+  /** `WAIT`/`WAITAOF` after every acquisition, unless an acquire says otherwise. */
+  replicaSync?: ReplicaSync | undefined;
 }
 
 /** Something `close()` must end: a live hold of any primitive. */

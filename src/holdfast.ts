@@ -10,6 +10,7 @@ import { isTransport, type RedisTransport } from './client.js';
 import { Core, type CoreSettings } from './core.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optBoolean } from './internal/validate.js';
+import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
 
 /** Options of {@link Holdfast}. */
@@ -50,9 +51,16 @@ export interface HoldfastOptions {
    * @default false
    */
   shardedPubSub?: boolean;
+  /**
+   * After every acquisition, wait until this many replicas acknowledged it (`WAIT`, or `WAITAOF` with `aof: true`);
+   * when they do not within `timeout`, the acquisition is released and `ReplicationNotReachedError` thrown.
+   * Narrows (does not close) the window in which a failover loses a lock. Each acquire can override it.
+   * @default undefined: no replica sync
+   */
+  replicaSync?: ReplicaSync;
 }
 
-const OPTION_KEYS = ['redis', 'prefix', 'watchdogLease', 'watchdogInterval', 'commandTimeout', 'releaseMarkerTtl', 'shardedPubSub'] as const;
+const OPTION_KEYS = ['redis', 'prefix', 'watchdogLease', 'watchdogInterval', 'commandTimeout', 'releaseMarkerTtl', 'shardedPubSub', 'replicaSync'] as const;
 
 /** Events a {@link Holdfast} client emits. */
 export interface HoldfastEvents {
@@ -103,6 +111,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       commandTimeout: checkDuration(opts.commandTimeout ?? 5000, 'options.commandTimeout'),
       releaseMarkerTtl: checkDuration(opts.releaseMarkerTtl ?? 60_000, 'options.releaseMarkerTtl', 1000),
       sharded: optBoolean(opts.shardedPubSub, 'options.shardedPubSub') ?? false,
+      replicaSync: checkReplicaSync(opts.replicaSync, 'options.replicaSync'),
     };
     this.core = new Core(transport, settings, (error) => {
       if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);

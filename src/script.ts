@@ -18,6 +18,12 @@ export interface ScriptDef {
 
 /** Redis replies that mean "not now, try elsewhere or later": treated as connection trouble, not script bugs. */
 const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|BUSY|NOREPLICAS)\b/;
+/**
+ * Cluster replies that guarantee the script did not run: a slot being migrated (`TRYAGAIN`: some of the keys already
+ * moved; `MOVED`/`ASK` that the client did not follow itself, or ioredis giving up after `maxRedirections` of them).
+ * Retried within the call's timeout.
+ */
+const NOT_RUN = /^(TRYAGAIN|MOVED|ASK)\b|^Too many Cluster redirections\. Last error: \w+: (TRYAGAIN|MOVED|ASK)\b/;
 const REPLY_ERROR_NAMES = new Set(['ReplyError', 'ErrorReply', 'SimpleError', 'BlobError']);
 
 function messageOf(error: unknown): string {
@@ -69,16 +75,20 @@ export async function runScript(
   if (keys.length !== script.numKeys) throw new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`);
   const what = `script ${script.name}`;
   const started = performance.now();
-  try {
-    return await withTimeout(transport.evalsha(script.sha, keys, args), timeoutMs, what);
-  } catch (error) {
-    if (!messageOf(error).startsWith('NOSCRIPT')) throw toHoldfastError(error, what);
-  }
-  const left = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
-  try {
-    return await withTimeout(transport.eval(script.source, keys, args), left, what);
-  } catch (error) {
-    throw toHoldfastError(error, what);
+  const left = (): number => Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      try {
+        return await withTimeout(transport.evalsha(script.sha, keys, args), left(), what);
+      } catch (error) {
+        if (!messageOf(error).startsWith('NOSCRIPT')) throw error;
+      }
+      return await withTimeout(transport.eval(script.source, keys, args), left(), what);
+    } catch (error) {
+      const pause = Math.min(100, 10 * attempt);
+      if (!NOT_RUN.test(messageOf(error)) || timeoutMs - (performance.now() - started) <= pause) throw toHoldfastError(error, what);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 }
 

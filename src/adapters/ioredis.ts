@@ -5,7 +5,7 @@ export interface IoredisLike {
   evalsha(sha: string, numKeys: number, ...rest: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...rest: (string | number)[]): Promise<unknown>;
   call(command: string, ...args: string[]): Promise<unknown>;
-  duplicate(): IoredisLike;
+  duplicate(...override: unknown[]): IoredisLike;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   ssubscribe?(...channels: string[]): Promise<unknown>;
@@ -13,6 +13,45 @@ export interface IoredisLike {
   on(event: string, listener: (...args: never[]) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
+  /** Present on a `Cluster`: the node key (`host:port`) of each slot's master first. */
+  slots?: unknown;
+  /** Present on a `Cluster`. */
+  nodes?(role?: string): IoredisLike[];
+  /** Present on a node of a `Cluster`. */
+  options?: { host?: string; port?: number };
+}
+
+/** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */
+const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
+
+const CRC16_TABLE = ((): Uint16Array => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = i << 8;
+    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    table[i] = crc;
+  }
+  return table;
+})();
+
+/** The Redis Cluster slot of `key` (CRC16/XMODEM of the `{hash tag}` if there is one, mod 16384). */
+export function slotOf(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(key, 'utf8')) crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ byte) & 0xff] ?? 0);
+  return crc % 16384;
+}
+
+/** On a Cluster, the connection of the master serving `key`'s slot (the one that ran the key's scripts). */
+function nodeFor(client: IoredisLike, key: string): IoredisLike | undefined {
+  const slots = client.slots as string[][] | undefined;
+  const nodeKey = slots?.[slotOf(key)]?.[0];
+  if (!nodeKey || !client.nodes) return undefined;
+  return client.nodes('master').find((n) => `${n.options?.host ?? ''}:${n.options?.port ?? ''}` === nodeKey);
 }
 
 /** True when `value` looks like an ioredis client (`Redis` or `Cluster`). */
@@ -30,9 +69,14 @@ export function ioredisTransport(client: IoredisLike): RedisTransport {
     kind: 'ioredis',
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
-    command: ([name, ...args]) => client.call(name ?? '', ...args),
+    command: ([name, ...args], key) => {
+      // ioredis routes by the command's own keys; a keyless WAIT would go to a random node of a Cluster.
+      const target = key !== undefined && ROUTED_BY_KEY.has((name ?? '').toUpperCase()) && typeof client.nodes === 'function' ? nodeFor(client, key) : undefined;
+      return (target ?? client).call(name ?? '', ...args);
+    },
     async createSubscriber(onMessage, sharded) {
-      const sub = client.duplicate();
+      // A Cluster routes SSUBSCRIBE to the channel's shard only with `shardedSubscribers` (ioredis ≥ 5.4).
+      const sub = sharded && typeof client.nodes === 'function' ? client.duplicate([], { shardedSubscribers: true }) : client.duplicate();
       sub.on('error', () => {
         /* reconnects on its own; holdfast's fallback timers cover the gap */
       });

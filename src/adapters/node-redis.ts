@@ -20,6 +20,8 @@ export interface NodeRedisLike {
   isOpen?: boolean;
   /** Present on a cluster client. */
   masters?: unknown;
+  /** Present on a Sentinel client (`createSentinel`). */
+  getMasterNode?: unknown;
 }
 
 /** True when `value` looks like a node-redis client. */
@@ -31,19 +33,23 @@ export function isNodeRedis(value: unknown): value is NodeRedisLike {
 const strings = (values: readonly (string | number)[]): string[] => values.map(String);
 
 /**
- * Wraps a node-redis client (`createClient()` or `createCluster()`, already connected) as a {@link RedisTransport}.
- * The client stays yours: holdfast never closes it.
+ * Wraps a node-redis client (`createClient()`, `createCluster()` or `createSentinel()`, already connected) as a
+ * {@link RedisTransport}. The client stays yours: holdfast never closes it.
  */
 export function nodeRedisTransport(client: NodeRedisLike): RedisTransport {
-  const isCluster = client.masters !== undefined;
+  // The three clients differ only in `sendCommand`'s signature (node-redis 5/6):
+  //   client (args) · cluster (firstKey, isReadonly, args): routed to the key's master · sentinel (isReadonly, args)
+  const send: (args: string[], key: string | undefined) => Promise<unknown> =
+    client.masters !== undefined
+      ? (args, key) => (client.sendCommand as (k: string | undefined, ro: boolean, a: string[]) => Promise<unknown>)(key, false, args)
+      : typeof client.getMasterNode === 'function'
+        ? (args) => (client.sendCommand as (ro: boolean, a: string[]) => Promise<unknown>)(false, args)
+        : (args) => (client.sendCommand as (a: string[]) => Promise<unknown>)(args);
   return {
     kind: 'node-redis',
     evalsha: (sha, keys, args) => client.evalSha(sha, { keys: [...keys], arguments: strings(args) }),
     eval: (script, keys, args) => client.eval(script, { keys: [...keys], arguments: strings(args) }),
-    command: (args, key) =>
-      isCluster
-        ? (client.sendCommand as (k: string | undefined, ro: boolean, a: string[]) => Promise<unknown>)(key, false, [...args])
-        : (client.sendCommand as (a: string[]) => Promise<unknown>)([...args]),
+    command: (args, key) => send([...args], key),
     async createSubscriber(onMessage, sharded) {
       const sub = client.duplicate();
       sub.on('error', () => {

@@ -8,6 +8,9 @@ import { AcquireTimeoutError } from '../errors.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
+/** The least time one attempt's Redis command gets, whatever the wait's deadline (still capped by `commandTimeout`). */
+const MIN_ATTEMPT_BUDGET_MS = 1000;
+
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
 export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
 
@@ -34,7 +37,9 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       signal?.throwIfAborted();
       core.assertOpen();
       const left = deadline - now();
-      const result = await opts.attempt(Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left))));
+      // Never starve the command itself: with `timeout: 0` (tryAcquire) or a deadline near, a 1 ms budget turned a
+      // healthy but not instant Redis (a cluster hop, a busy machine) into a RedisConnectionError.
+      const result = await opts.attempt(Math.min(core.settings.commandTimeout, Math.max(MIN_ATTEMPT_BUDGET_MS, Math.ceil(left))));
       if (result.done) {
         gaveUp = false;
         return result.value;

@@ -5,9 +5,10 @@
  * @module
  */
 import type { Closable, Core } from '../core.js';
-import { LockNotHeldError, type LockLostError, RedisConnectionError } from '../errors.js';
+import { LockNotHeldError, type LockLostError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
+import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -32,9 +33,15 @@ export interface AcquireOptions {
    * @default a fresh random id per acquisition (or the id this async call chain already holds the lock under)
    */
   owner?: string;
+  /**
+   * Wait for replicas after this acquisition (`WAIT`/`WAITAOF`); `false` turns the client's `replicaSync` off for it.
+   * When not reached, the acquisition is released and `ReplicationNotReachedError` thrown.
+   * @default the client's `replicaSync`
+   */
+  replicaSync?: ReplicaSync | false;
 }
 
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
 
 /** A point-in-time view of a lock in Redis. */
 export interface LockInfo {
@@ -266,6 +273,7 @@ export class Lock {
     const fixedLease = optDuration(opts.lease, 'options.lease');
     const signal = optSignal(opts.signal, 'options.signal');
     if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
+    const sync = opts.replicaSync === undefined ? this.core.settings.replicaSync : checkReplicaSync(opts.replicaSync, 'options.replicaSync');
     this.core.assertOpen();
 
     const core = this.core;
@@ -276,7 +284,7 @@ export class Lock {
     const leaseMs = fixedLease ?? core.settings.watchdogLease;
     const keys = [key, core.keys.fence(this.name)];
 
-    return waitFor(core, {
+    const held = await waitFor(core, {
       name: this.name,
       channel: core.keys.channel(this.name),
       timeout,
@@ -298,6 +306,25 @@ export class Lock {
         return { done: false, retryInMs: pttl === -2 ? 0 : pttl };
       },
     });
+    if (held && sync) await this.#syncReplicas(held, sync);
+    return held;
+  }
+
+  /** WAIT for replicas; when not reached (or WAIT fails), roll the acquisition back and throw. */
+  async #syncReplicas(held: HeldLock, sync: ReplicaSync): Promise<void> {
+    let reached: number;
+    try {
+      reached = await waitReplicas(this.core, this.core.keys.lock(this.name), sync);
+    } catch (error) {
+      await held.release().catch(() => {});
+      throw error;
+    }
+    if (reached < sync.replicas) {
+      await held.release().catch(() => {
+        /* the lease bounds a hold we could not release */
+      });
+      throw new ReplicationNotReachedError(this.name, sync.replicas, reached);
+    }
   }
 
   #holds = new Map<string, Hold>();

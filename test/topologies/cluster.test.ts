@@ -1,0 +1,156 @@
+/**
+ * Redis Cluster (3 masters): hash tags keep every key and channel of a lock in one slot, locks in different slots,
+ * sharded pub/sub (SPUBLISH from the scripts, SSUBSCRIBE on the shard), and a slot migrated key by key while two
+ * clients contend for a lock in it (MOVED / ASK / TRYAGAIN), with both ioredis `Cluster` and node-redis `createCluster`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Cluster } from 'ioredis';
+import { createCluster } from 'redis';
+import { Holdfast } from '../../src/index.js';
+import { Keys } from '../../src/keys.js';
+import { RedisCluster } from '../support/cluster.js';
+
+let cluster: RedisCluster;
+
+before(async () => {
+  cluster = await RedisCluster.start(3);
+});
+after(async () => {
+  await cluster?.stop();
+});
+
+interface ClusterCase {
+  name: string;
+  connect(): Promise<{ client: unknown; close(): Promise<void> }>;
+}
+
+const cases: ClusterCase[] = [
+  {
+    name: 'ioredis Cluster',
+    async connect() {
+      const client = new Cluster(cluster.nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
+      client.on('error', () => {});
+      await client.connect();
+      return { client, close: async () => void client.disconnect() };
+    },
+  },
+  {
+    name: 'node-redis createCluster',
+    async connect() {
+      const client = createCluster({ rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
+      client.on('error', () => {});
+      await client.connect();
+      return { client, close: async () => client.destroy() };
+    },
+  },
+];
+
+void it('every key and channel of one lock name lives in one slot', async () => {
+  const keys = new Keys('app:');
+  for (const name of ['orders:42', 'a', 'x{y}z', 'ünïcode']) {
+    const all = [keys.lock(name), keys.fence(name), keys.channel(name), keys.releaseMarker(name, 'r1')];
+    const slots = await Promise.all(all.map((k) => cluster.keySlot(k)));
+    assert.equal(new Set(slots).size, 1, `${name}: ${all.join(', ')} → ${slots.join(', ')}`);
+  }
+});
+
+for (const c of cases) {
+  void describe(`Redis Cluster with ${c.name}`, () => {
+    const opened: { close(): Promise<void> }[] = [];
+    const prefix = `c${Math.random().toString(36).slice(2, 6)}:`;
+
+    async function holdfast(): Promise<Holdfast> {
+      const conn = await c.connect();
+      const hf = new Holdfast({ redis: conn.client, prefix, shardedPubSub: true });
+      opened.push({ close: async () => void (await hf.close(), await conn.close()) });
+      return hf;
+    }
+
+    after(async () => {
+      for (const o of opened) await o.close().catch(() => {});
+    });
+
+    void it('locks on names in different slots (all three masters)', async () => {
+      const a = await holdfast();
+      const b = await holdfast();
+      const names = Array.from({ length: 24 }, (_, i) => `slot-${i}`);
+      const owners = new Set(await Promise.all(names.map(async (n) => cluster.ownerOf(await cluster.keySlot(a.core.keys.lock(n))))));
+      assert.equal(owners.size, 3, 'names spread over every master');
+      const held = await Promise.all(names.map((n) => a.lock(n).acquire({ lease: 10_000 })));
+      for (const n of names) assert.equal(await b.lock(n).tryAcquire(), null, n);
+      for (const h of held) await h.release();
+      const again = await Promise.all(names.map((n) => b.lock(n).acquire({ lease: 10_000, timeout: 1000 })));
+      for (const [i, h] of again.entries()) assert.ok(h.token > held[i]!.token);
+      for (const h of again) await h.release();
+    });
+
+    void it('sharded pub/sub wakes a waiter on release (not the lease fallback)', async () => {
+      const a = await holdfast();
+      const b = await holdfast();
+      const held = await a.lock('wake').acquire(); // watchdog lease: 30 s, so only a message can wake the waiter early
+      const waiting = b.lock('wake').acquire({ timeout: 8000 });
+      await new Promise((r) => setTimeout(r, 400));
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await waiting;
+      const woke = performance.now() - releasedAt;
+      assert.ok(woke < 1500, `woken ${Math.round(woke)} ms after the release`);
+      await next.release();
+    });
+
+    void it('survives a slot migration (MOVED/ASK/TRYAGAIN) mid-run with mutual exclusion intact', async (t) => {
+      const a = await holdfast();
+      const b = await holdfast();
+      const name = 'migrating';
+      const slot = await cluster.keySlot(a.core.keys.lock(name));
+      const from = await cluster.ownerOf(slot);
+      const to = cluster.servers.find((s) => s.port !== from)!.port;
+      let counter = 0;
+      let inside = 0;
+      let overlaps = 0;
+      let stop = false;
+      let cycles = 0;
+      const errors: unknown[] = [];
+      const worker = async (hf: Holdfast): Promise<void> => {
+        while (!stop) {
+          try {
+            await hf.lock(name).withLock(
+              async () => {
+                if (++inside > 1) overlaps++;
+                const v = counter;
+                await new Promise((r) => setTimeout(r, 1));
+                counter = v + 1;
+                inside--;
+              },
+              { lease: 3000, timeout: 10_000 },
+            );
+            cycles++;
+          } catch (error) {
+            errors.push(error);
+          }
+        }
+      };
+      const redirectsBefore = await cluster.redirections();
+      const workers = [worker(a), worker(b)];
+      // Let release markers pile up in the slot, so the migration has keys to move one by one.
+      await new Promise((r) => setTimeout(r, 500));
+      const moved = await cluster.migrateSlot(slot, to, 20);
+      await new Promise((r) => setTimeout(r, 500));
+      stop = true;
+      await Promise.all(workers);
+      const redirects = (await cluster.redirections()) - redirectsBefore;
+      t.diagnostic(`migrated ${moved} keys; ${cycles} lock cycles; ${redirects} MOVED/ASK/TRYAGAIN replies from the servers`);
+      assert.ok(moved > 3, `migrated ${moved} keys`);
+      assert.ok(redirects > 0, 'the clients were redirected at least once');
+      assert.equal(await cluster.ownerOf(slot), to);
+      assert.deepEqual(errors.map(String), []);
+      assert.equal(overlaps, 0);
+      assert.equal(counter, cycles);
+      // The lock still works on its new node, waking waiters included.
+      const held = await a.lock(name).acquire({ lease: 5000 });
+      assert.equal(await b.lock(name).tryAcquire(), null);
+      await held.release();
+    });
+  });
+}
