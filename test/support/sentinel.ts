@@ -65,8 +65,8 @@ export class SentinelSet {
   ) {}
 
   static async start(): Promise<SentinelSet> {
-    const master = await RedisServer.start();
-    const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const master = await RedisServer.start({ args: ['--repl-diskless-sync-delay', '0'] });
+    const replica = await RedisServer.start({ args: ['--repl-diskless-sync-delay', '0', '--replicaof', '127.0.0.1', String(master.port)] });
     await until(async () => infoField(await cli(replica.port, 'INFO', 'replication'), 'master_link_status') === 'up', 10_000, 'replica link');
     const sentinels = await Promise.all([0, 1, 2].map(async () => new Sentinel(await freePort(), master.port, 2)));
     await Promise.all(sentinels.map((s) => s.launch()));
