@@ -155,6 +155,41 @@ for (const adapter of adapters) {
       }
     });
 
+    void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async () => {
+      // The harness must be able to see the failure the docs describe (Kleppmann's scenario 4), or it is blind.
+      const a = make();
+      const b = make({ prefix: a.keys.prefix });
+      await rawCommand(servers[0]!.port, `SET ${a.keys.fence('h')} 50`);
+      await rawCommand(servers[1]!.port, `SET ${a.keys.fence('h')} 50`);
+      await Promise.all([servers[3]!.kill(), servers[4]!.kill()]);
+      let first;
+      try {
+        first = await a.lock('h').acquire({ lease: 10_000 }); // on nodes 0, 1, 2: token 51
+      } finally {
+        await Promise.all([servers[3]!.launch(), servers[4]!.launch()]);
+      }
+      await servers[2]!.restart(); // node 2 comes back empty at once (no AOF, no delayed restart)
+      const second = await b.lock('h').tryAcquire({ lease: 10_000 }); // nodes 0, 1 refuse; 2, 3, 4 grant
+      assert.ok(second, 'the double grant the docs describe did not happen');
+      assert.equal(first.signal.aborted, false);
+      assert.ok(second.token <= first.token, `token ${second.token} after ${first.token}`);
+      await first.release().catch(() => {});
+      await second.release().catch(() => {});
+    });
+
+    void it('accepts a Holdfast as a node (its client, not its settings)', async () => {
+      const { Holdfast } = await import('../../src/index.js');
+      const hf = new Holdfast({ redis: clients[0] });
+      const redlock = make({ prefix: 'rlh:' });
+      const mixed = new Redlock({ redis: [hf, ...clients.slice(1)], prefix: 'rlh:' });
+      redlocks.push(mixed);
+      const held = await mixed.lock('x').acquire({ lease: 2000 });
+      assert.equal(held.nodes.filter((n) => n.status === 'acquired').length, N);
+      assert.equal(await redlock.lock('x').tryAcquire(), null);
+      await held.release();
+      await hf.close();
+    });
+
     void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async () => {
       const redlock = make({ retryCount: 2, retryDelay: 50, retryJitter: 10, nodeTimeout: 100 });
       await Promise.all(servers.slice(0, 3).map((s) => s.kill()));
