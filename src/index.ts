@@ -34,4 +34,5 @@ export {
   type RedlockAcquireOptions,
   type RedlockEvents,
 } from './primitives/redlock.js';
+export type { ReplicaSync } from './internal/replica-sync.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';
