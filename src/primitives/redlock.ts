@@ -310,7 +310,12 @@ export class RedlockLock {
       signal?.throwIfAborted();
       redlock.assertOpen();
       const result = await this.#attempt(leaseMs, fixedLease === undefined);
-      if (result.held) return result.held;
+      if (result.held) {
+        if (!redlock.closed) return result.held;
+        // closed while the attempt ran: close() did not see this hold, so undo it here
+        await result.held.closeHold();
+        throw new ClientClosedError();
+      }
       const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
       const failure = new QuorumNotReachedError(this.name, 'acquire', redlock.quorum, result.results, attempt);
       if (single) {
