@@ -66,11 +66,14 @@ export class Lease {
     return this.#opts.leaseMs;
   }
 
-  /** Records that Redis confirmed a lease of `leaseMs` at a request sent at `sentAt`. Never shortens the deadline. */
-  confirm(sentAt: number, leaseMs: number): void {
+  /**
+   * Records that Redis confirmed a lease of `leaseMs` at a request sent at `sentAt`. Never shortens the deadline, unless
+   * `exact` (an explicit `extend(ms)` that *set* a shorter TTL in Redis: the signal must fire before that one lapses).
+   */
+  confirm(sentAt: number, leaseMs: number, exact = false): void {
     if (this.#stopped) return;
     const deadline = sentAt + leaseMs - driftOf(leaseMs);
-    if (deadline > this.#deadline) {
+    if (deadline > this.#deadline || (exact && deadline !== this.#deadline)) {
       this.#deadline = deadline;
       this.#armExpiry();
     }

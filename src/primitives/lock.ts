@@ -165,7 +165,7 @@ export class HeldLock implements AsyncDisposable {
       this.hold.lease.lose('expired');
       throw new LockNotHeldError(this.name);
     }
-    this.hold.lease.confirm(sentAt, lease);
+    this.hold.lease.confirm(sentAt, lease, true);
   }
 
   /** Releases; never throws for a lock that was already lost or released. */

@@ -490,7 +490,7 @@ export class HeldRedlock implements AsyncDisposable, Closable {
     const sentAt = now();
     const outcome = await this.lock.renewEverywhere(this.owner, lease);
     if (outcome.extended >= redlock.quorum && sentAt + lease - driftOf(lease) > now()) {
-      this.lease.confirm(sentAt, lease);
+      this.lease.confirm(sentAt, lease, true);
       return;
     }
     if (outcome.notHeld > redlock.nodes.length - redlock.quorum) {

@@ -136,6 +136,17 @@ for (const adapter of adapters) {
       await assert.rejects(held.release(), { code: 'LOCK_NOT_HELD' });
     });
 
+    void it('extend() to a shorter lease moves the signal earlier, before the keys lapse', async () => {
+      const redlock = make();
+      const held = await redlock.lock('short').acquire({ lease: 10_000 });
+      const t0 = performance.now();
+      await held.extend(300);
+      await new Promise((r) => held.signal.addEventListener('abort', r, { once: true }));
+      const at = performance.now() - t0;
+      assert.ok(at < 300, `aborted after ${Math.round(at)} ms`);
+      assert.equal((held.signal.reason as LockLostError).reason, 'expired');
+    });
+
     void it('a minority down: still acquires, extends and releases', async () => {
       const redlock = make();
       servers[3]!.pause();
@@ -158,7 +169,7 @@ for (const adapter of adapters) {
     void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async () => {
       // The harness must be able to see the failure the docs describe (Kleppmann's scenario 4), or it is blind.
       const a = make();
-      const b = make({ prefix: a.keys.prefix });
+      const b = make({ prefix: a.keys.prefix, retryCount: Infinity });
       await rawCommand(servers[0]!.port, `SET ${a.keys.fence('h')} 50`);
       await rawCommand(servers[1]!.port, `SET ${a.keys.fence('h')} 50`);
       await Promise.all([servers[3]!.kill(), servers[4]!.kill()]);
@@ -169,7 +180,8 @@ for (const adapter of adapters) {
         await Promise.all([servers[3]!.launch(), servers[4]!.launch()]);
       }
       await servers[2]!.restart(); // node 2 comes back empty at once (no AOF, no delayed restart)
-      const second = await b.lock('h').tryAcquire({ lease: 10_000 }); // nodes 0, 1 refuse; 2, 3, 4 grant
+      // nodes 0, 1 refuse; 2, 3, 4 grant (retries cover the clients' reconnection to the restarted nodes)
+      const second = await b.lock('h').acquire({ lease: 10_000, timeout: 5000 });
       assert.ok(second, 'the double grant the docs describe did not happen');
       assert.equal(first.signal.aborted, false);
       assert.ok(second.token <= first.token, `token ${second.token} after ${first.token}`);
