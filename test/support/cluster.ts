@@ -9,20 +9,36 @@ import { RedisServer } from './redis-server.js';
 export class RedisCluster {
   private constructor(readonly servers: RedisServer[]) {}
 
-  static async start(masters = 3): Promise<RedisCluster> {
+  /** `masters` masters with `replicasPerMaster` replicas each (redis-cli assigns them). */
+  static async start(masters = 3, replicasPerMaster = 0): Promise<RedisCluster> {
     const servers = await Promise.all(
-      Array.from({ length: masters }, () =>
-        RedisServer.start({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000'] }),
+      Array.from({ length: masters * (1 + replicasPerMaster) }, () =>
+        RedisServer.start({
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000', '--repl-diskless-sync-delay', '0'],
+        }),
       ),
     );
-    await cli(servers[0]!.port, '--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes');
+    await cli(
+      servers[0]!.port,
+      '--cluster',
+      'create',
+      ...servers.map((s) => `127.0.0.1:${s.port}`),
+      '--cluster-replicas',
+      String(replicasPerMaster),
+      '--cluster-yes',
+    );
     const cluster = new RedisCluster(servers);
     await until(
       async () => {
         for (const s of servers) if (infoField(await cli(s.port, 'CLUSTER', 'INFO'), 'cluster_state') !== 'ok') return false;
         // every node must agree on the slot map before clients connect
         const maps = await Promise.all(servers.map((s) => cli(s.port, 'CLUSTER', 'SLOTS')));
-        return maps.every((m) => m === maps[0]);
+        if (!maps.every((m) => m === maps[0])) return false;
+        for (const s of servers) {
+          const info = await cli(s.port, 'INFO', 'replication');
+          if (infoField(info, 'role') === 'slave' && infoField(info, 'master_link_status') !== 'up') return false;
+        }
+        return true;
       },
       20_000,
       'cluster_state:ok on every node',
@@ -33,6 +49,24 @@ export class RedisCluster {
   /** Root nodes for a client. */
   get nodes(): { host: string; port: number }[] {
     return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
+  }
+
+  /** The servers that are masters now. */
+  async masters(): Promise<RedisServer[]> {
+    const lines = (await cli(this.servers[0]!.port, 'CLUSTER', 'NODES')).split('\n');
+    const ports = lines.filter((l) => l.split(' ')[2]?.includes('master')).map((l) => Number(l.split(' ')[1]?.split(':')[1]?.split('@')[0]));
+    return this.servers.filter((s) => ports.includes(s.port));
+  }
+
+  /** The replica server of the master on `masterPort`. */
+  async replicaOf(masterPort: number): Promise<RedisServer> {
+    const masterId = await this.nodeId(masterPort);
+    const lines = (await cli(this.servers[0]!.port, 'CLUSTER', 'NODES')).split('\n');
+    const line = lines.find((l) => l.split(' ')[3] === masterId);
+    const port = Number(line?.split(' ')[1]?.split(':')[1]?.split('@')[0]);
+    const server = this.servers.find((s) => s.port === port);
+    if (!server) throw new Error(`no replica of ${masterPort}`);
+    return server;
   }
 
   async nodeId(port: number): Promise<string> {

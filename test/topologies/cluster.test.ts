@@ -1,9 +1,10 @@
 /**
- * Redis Cluster (3 masters): hash tags keep every key and channel of a lock in one slot, locks in different slots,
+ * Redis Cluster (3 masters, one replica each): hash tags keep every key and channel of a lock in one slot, locks in different slots,
  * sharded pub/sub (SPUBLISH from the scripts, SSUBSCRIBE on the shard), and a slot migrated key by key while two
  * clients contend for a lock in it (MOVED / ASK / TRYAGAIN), with both ioredis `Cluster` and node-redis `createCluster`.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
@@ -14,7 +15,7 @@ import { RedisCluster } from '../support/cluster.js';
 let cluster: RedisCluster;
 
 before(async () => {
-  cluster = await RedisCluster.start(3);
+  cluster = await RedisCluster.start(3, 1);
 });
 after(async () => {
   await cluster?.stop();
@@ -99,13 +100,33 @@ for (const c of cases) {
       await next.release();
     });
 
+    void it('replicaSync: WAIT runs on the master of the lock\'s slot (its paused replica makes it fail)', async () => {
+      const a = await holdfast();
+      const name = `wait-${c.name.length}`;
+      const master = await cluster.ownerOf(await cluster.keySlot(a.core.keys.lock(name)));
+      const replica = await cluster.replicaOf(master);
+      const sync = { replicas: 1, timeout: 300 };
+      const held = await a.lock(name).acquire({ lease: 5000, replicaSync: sync });
+      const onReplica = spawnSync('redis-cli', ['-p', String(replica.port)], { input: `READONLY\nEXISTS "${a.core.keys.lock(name)}"\n` });
+      assert.equal(onReplica.stdout.toString().trim().split('\n').pop(), '1', 'on the replica of the right master');
+      await held.release();
+      // A WAIT sent to any other master would see its own (idle) replica and report success.
+      replica.pause();
+      try {
+        await assert.rejects(a.lock(name).acquire({ lease: 5000, replicaSync: sync }), { code: 'REPLICATION_NOT_REACHED' });
+      } finally {
+        replica.resume();
+      }
+      assert.equal(await a.lock(name).isLocked(), false, 'rolled back');
+    });
+
     void it('survives a slot migration (MOVED/ASK/TRYAGAIN) mid-run with mutual exclusion intact', async (t) => {
       const a = await holdfast();
       const b = await holdfast();
       const name = 'migrating';
       const slot = await cluster.keySlot(a.core.keys.lock(name));
       const from = await cluster.ownerOf(slot);
-      const to = cluster.servers.find((s) => s.port !== from)!.port;
+      const to = (await cluster.masters()).find((s) => s.port !== from)!.port;
       let counter = 0;
       let inside = 0;
       let overlaps = 0;
