@@ -30,7 +30,9 @@ export function driftOf(leaseMs: number): number {
 }
 
 export class Lease {
-  readonly #controller = new AbortController();
+  // Created on first use of `signal`: most holds are released without anyone looking at it.
+  #controller: AbortController | undefined;
+  #lostWith: LockLostError | undefined;
   readonly #opts: LeaseOptions;
   #deadline: number;
   #expiryTimer: NodeJS.Timeout | undefined;
@@ -47,11 +49,15 @@ export class Lease {
 
   /** Aborts with a {@link LockLostError} when the lease is lost. */
   get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lostWith) this.#controller.abort(this.#lostWith);
+    }
     return this.#controller.signal;
   }
   /** True once lost. */
   get lost(): boolean {
-    return this.#controller.signal.aborted;
+    return this.#lostWith !== undefined;
   }
   /** True once stopped (released) or lost. */
   get done(): boolean {
@@ -88,7 +94,8 @@ export class Lease {
     if (this.lost) return;
     this.stop();
     const error = new LockLostError(this.#opts.name, reason, cause === undefined ? undefined : { cause });
-    this.#controller.abort(error);
+    this.#lostWith = error;
+    this.#controller?.abort(error);
     try {
       this.#opts.onLost(error);
     } catch {
