@@ -7,7 +7,7 @@ export function spawnWorker(script: string, args: string[]): ChildProcess {
 }
 
 /** Resolves with the first stdout line that matches `pattern`; rejects if the process exits first or after `timeoutMs`. */
-export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffer = '';
     let stderr = '';
