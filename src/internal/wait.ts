@@ -8,6 +8,12 @@ import { AcquireTimeoutError } from '../errors.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
+/**
+ * Least time one attempt's Redis command gets, even at the deadline: a last attempt must be able to answer, or a
+ * timed-out wait would fail as a connection error instead of `AcquireTimeoutError` (and `timeout: 0` could never work).
+ */
+const MIN_ATTEMPT_MS = 250;
+
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
 export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
 
@@ -34,7 +40,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       signal?.throwIfAborted();
       core.assertOpen();
       const left = deadline - now();
-      const result = await opts.attempt(Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left))));
+      const result = await opts.attempt(Math.min(core.settings.commandTimeout, Math.max(MIN_ATTEMPT_MS, Math.ceil(left))));
       if (result.done) {
         gaveUp = false;
         return result.value;
