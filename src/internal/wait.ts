@@ -10,7 +10,8 @@ import type { Listener } from './notifier.js';
 
 /**
  * Least time one attempt's Redis command gets, even at the deadline: a last attempt must be able to answer, or a
- * timed-out wait would fail as a connection error instead of `AcquireTimeoutError` (and `timeout: 0` could never work).
+ * timed-out wait would fail as a connection error instead of `AcquireTimeoutError`. A single attempt (`timeout: 0`)
+ * gets the whole `commandTimeout`: its timeout says "do not wait for the holder", not "Redis must answer at once".
  */
 const MIN_ATTEMPT_MS = 250;
 
@@ -40,7 +41,8 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       signal?.throwIfAborted();
       core.assertOpen();
       const left = deadline - now();
-      const result = await opts.attempt(Math.min(core.settings.commandTimeout, Math.max(MIN_ATTEMPT_MS, Math.ceil(left))));
+      const budget = timeout === 0 ? core.settings.commandTimeout : Math.min(core.settings.commandTimeout, Math.max(MIN_ATTEMPT_MS, Math.ceil(left)));
+      const result = await opts.attempt(budget);
       if (result.done) {
         gaveUp = false;
         return result.value;
