@@ -83,7 +83,13 @@ void describe('recipes across OS processes', () => {
     const runs = await redis.hgetall(`${prefix}runs`);
     const ticks = Object.keys(runs).map(Number).sort((a, b) => a - b);
     const expected = Array.from({ length: 10 }, (_, k) => first + k * 1000);
-    assert.deepEqual(ticks, expected, `ticks run: ${ticks.join(', ')}`);
+    // Each of the 10 ticks ran; a worker that stopped late (a loaded machine) may have run one more after them.
+    assert.deepEqual(
+      ticks.filter((t) => t <= expected[9]!),
+      expected,
+      `ticks run: ${ticks.join(', ')}`,
+    );
+    assert.ok(ticks.length <= 11, `ticks run: ${ticks.join(', ')}`);
     for (const tick of ticks) assert.equal(runs[String(tick)], '1', `tick ${tick} ran ${runs[String(tick)]} times`);
   });
 

@@ -91,13 +91,13 @@ for (const adapter of adapters) {
       sb.schedule('shared', '* * * * * *', job);
       await sleep(2500);
       await Promise.all([sa.stop(), sb.stop()]);
-      assert.equal(ran.length, 2, `ran ticks ${ran.join(', ')}`);
-      assert.equal(new Set(ran).size, 2, 'no tick twice');
-      assert.equal(ran[1]! - ran[0]!, 1000);
+      assert.ok(ran.length >= 2, `ran ticks ${ran.join(', ')}`);
+      assert.equal(new Set(ran).size, ran.length, 'no tick twice');
+      for (let i = 1; i < ran.length; i++) assert.equal(ran[i]! - ran[i - 1]!, 1000, 'no tick missed');
       assert.equal(errors.length, 1);
       assert.equal((errors[0]![0] as Error).message, 'first run fails');
       assert.equal(errors[0]![1].phase, 'run');
-      assert.deepEqual(skips, ['claimed-elsewhere', 'claimed-elsewhere']);
+      assert.deepEqual(skips, Array(ran.length).fill('claimed-elsewhere'), 'the other instance skipped every tick');
     });
 
     void it('stop() waits for a running job; stop({ abort: true }) aborts it through its signal', async () => {
@@ -151,7 +151,7 @@ for (const adapter of adapters) {
       while (ticks.length < 2 && Date.now() < deadline) await sleep(50);
       await s.stop();
       assert.ok(lost instanceof LockLostError, `aborted with ${String(lost)}`);
-      assert.ok(lostAfter > 900 && lostAfter < 1300, `aborted before lockAtMostFor lapsed: ${Math.round(lostAfter)} ms`);
+      assert.ok(lostAfter > 900 && lostAfter < 1700, `aborted before lockAtMostFor lapsed: ${Math.round(lostAfter)} ms`);
       assert.ok(ticks.length >= 2, 'the schedule went on');
     });
 
