@@ -47,9 +47,15 @@ export interface CacheLoaderOptions<T = unknown> {
    * @default 30000
    */
   timeout?: number;
+  /**
+   * The load lock's lease, in ms: renewed every third of it while the loader runs, so a crashed loader frees the load
+   * within it and a waiter takes over. Keep it below `timeout`.
+   * @default 10000
+   */
+  lease?: number;
 }
 
-const LOADER_KEYS = ['codec', 'ttl', 'timeout'] as const;
+const LOADER_KEYS = ['codec', 'ttl', 'timeout', 'lease'] as const;
 
 /** Options of {@link CacheLoader.getOrLoad}. */
 export interface GetOrLoadOptions {
@@ -62,7 +68,7 @@ export interface GetOrLoadOptions {
   errorTtl?: number;
   /**
    * How long to wait for another caller's load, in ms; then the call fails with `AcquireTimeoutError`.
-   * A loader that crashed frees the load within the watchdog lease, and a waiter takes it over.
+   * A loader that crashed frees the load within the loader's `lease` (10 s), and a waiter takes it over.
    * @default the loader's `timeout` (30000)
    */
   timeout?: number;
@@ -77,8 +83,8 @@ export interface LoadContext {
   /** The cache key. */
   key: string;
   /**
-   * Aborts if the load lock is lost (reason: `LockLostError`: another caller may load too) or the caller's own
-   * signal aborts.
+   * Aborts if the load lock is lost (reason: `LockLostError`: its renewal failed, another caller may load too) or the
+   * caller's own signal aborts.
    */
   signal: AbortSignal;
 }
@@ -102,6 +108,7 @@ export class CacheLoader<T = unknown> {
   readonly #codec: Codec<T>;
   readonly #ttl: number | undefined;
   readonly #timeout: number;
+  readonly #lease: number;
 
   /** @internal */
   constructor(core: Core, options?: CacheLoaderOptions<T>) {
@@ -115,6 +122,7 @@ export class CacheLoader<T = unknown> {
     this.#codec = codec;
     this.#ttl = optDuration(opts.ttl, 'options.ttl');
     this.#timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? 30_000;
+    this.#lease = optDuration(opts.lease, 'options.lease', 30) ?? 10_000;
   }
 
   /**
@@ -139,7 +147,7 @@ export class CacheLoader<T = unknown> {
     const core = this.#core;
     const keys = [core.keys.cacheValue(key), core.keys.cacheLoad(key), core.keys.cacheError(key)];
     const owner = core.newOwner();
-    const leaseMs = core.settings.watchdogLease;
+    const leaseMs = this.#lease;
     let seen = '';
     let sentAt = 0;
     const claim = await waitFor<Claim>(core, {
@@ -187,7 +195,7 @@ export class CacheLoader<T = unknown> {
     const lease = new Lease({
       name: `cache:${key}`,
       leaseMs,
-      renewEveryMs: core.settings.watchdogInterval,
+      renewEveryMs: Math.max(10, Math.floor(leaseMs / 3)),
       sentAt,
       renew: async (ms) => (await core.run(scripts['lock/renew'], [keys[1] as string], [owner, ms])) === 1,
       onLost: () => {

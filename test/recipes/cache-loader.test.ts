@@ -142,6 +142,21 @@ for (const adapter of adapters) {
       assert.ok(waited >= 300 && waited < 2000, `waited for the lapse: ${Math.round(waited)} ms`);
     });
 
+    void it('a loader slower than the load lease keeps its lock renewed: nobody else loads meanwhile', async () => {
+      let loads = 0;
+      const slow = async (): Promise<string> => {
+        loads++;
+        await sleep(900);
+        return 'slow but single';
+      };
+      const results = await Promise.all([
+        a.cacheLoader({ ttl: 5000, lease: 300 }).getOrLoad('k10', slow),
+        b.cacheLoader({ ttl: 5000, lease: 300 }).getOrLoad('k10', slow),
+      ]);
+      assert.deepEqual(results, ['slow but single', 'slow but single']);
+      assert.equal(loads, 1);
+    });
+
     void it('passes an abort signal to the loader and aborts waiting', async () => {
       const controller = new AbortController();
       const loading = a.getOrLoad(
@@ -171,6 +186,7 @@ for (const adapter of adapters) {
       await assert.rejects(cache.getOrLoad('k', () => 1, { ttl: 10, signal: {} as never }), TypeError);
       assert.throws(() => a.cacheLoader({ codec: {} as never }), TypeError);
       assert.throws(() => a.cacheLoader({ ttl: -1 }), RangeError);
+      assert.throws(() => a.cacheLoader({ lease: 5 }), RangeError);
     });
   });
 }
