@@ -228,6 +228,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     if (this.#jobs.get(job.name) === job) this.#jobs.delete(job.name);
     if (this.#jobs.size === 0 && !this.#stopped) this.#core.holds.delete(this);
   }
+  /** @internal Emits an event; a listener that throws never escapes into a timer or a run. */
+  notify<K extends 'run' | 'skip'>(event: K, ...args: SchedulerEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: SchedulerEvents[K]) => boolean)(event, ...args);
+    } catch (error) {
+      console.error(`holdfast scheduler: a "${event}" listener threw:`, error);
+    }
+  }
   /** @internal Reports a failure: `onError`, the `jobError` event, else `console.error`. Never throws. */
   report(error: unknown, info: JobRunInfo): void {
     try {
@@ -318,12 +326,14 @@ export class ScheduledJob {
     // Next tick first, from the later of this tick and now: ticks missed while the process was blocked are skipped.
     this.#arm(Math.max(tick, Date.now()));
     if (this.#running) {
-      this.scheduler.emit('skip', { name: this.name, tick: new Date(tick), reason: 'running-here' });
+      this.scheduler.notify('skip', { name: this.name, tick: new Date(tick), reason: 'running-here' });
       return;
     }
-    const run = this.#runTick(tick).finally(() => {
-      if (this.#running === run) this.#running = undefined;
-    });
+    const run = this.#runTick(tick)
+      .catch((error: unknown) => this.scheduler.report(error, { name: this.name, tick: new Date(tick), phase: 'run' }))
+      .finally(() => {
+        if (this.#running === run) this.#running = undefined;
+      });
     this.#running = run;
   }
 
@@ -343,7 +353,7 @@ export class ScheduledJob {
     }
     if (claimed[0] !== 1) {
       const reason: SkipReason = (claimed[1] ?? 0) > 0 ? 'locked' : 'claimed-elsewhere';
-      this.scheduler.emit('skip', { name: this.name, tick: tickDate, reason });
+      this.scheduler.notify('skip', { name: this.name, tick: tickDate, reason });
       return;
     }
     // The run's signal aborts before lockAtMostFor can lapse in Redis (a fixed lease, never renewed).
@@ -359,15 +369,17 @@ export class ScheduledJob {
     });
     const signal = AbortSignal.any([lease.signal, this.scheduler.stopSignal]);
     const started = now();
+    let failed = false;
     this.#runs++;
     try {
       await this.fn({ name: this.name, tick: tickDate, signal });
-      this.scheduler.emit('run', { name: this.name, tick: tickDate, durationMs: Math.round(now() - started) });
     } catch (error) {
+      failed = true;
       this.scheduler.report(error, { name: this.name, tick: tickDate, phase: 'run' });
     } finally {
       lease.stop();
     }
+    if (!failed) this.scheduler.notify('run', { name: this.name, tick: tickDate, durationMs: Math.round(now() - started) });
     try {
       await core.run(scripts['scheduler/finish'], [key], [owner, lockAtLeastFor, Math.max(TICK_MEMORY_MS, lockAtLeastFor)]);
     } catch (error) {

@@ -24,6 +24,11 @@ for (const adapter of adapters) {
         else b = made.holdfast;
       }
     });
+    /** Resolves once a load of `key` is in progress (its load lock exists). */
+    const untilLoading = async (key: string): Promise<void> => {
+      const lock = a.core.keys.cacheLoad(key);
+      while (Number(await a.core.command(['EXISTS', lock], lock)) !== 1) await sleep(5);
+    };
     after(async () => {
       for (const dispose of disposers) await dispose();
       await server.stop();
@@ -127,7 +132,7 @@ for (const adapter of adapters) {
         },
         { ttl: 5000 },
       );
-      await sleep(50);
+      await untilLoading('k7');
       await assert.rejects(b.getOrLoad('k7', () => 'never', { ttl: 5000, timeout: 400 }), AcquireTimeoutError);
       await assert.rejects(b.getOrLoad('k7', () => 'never', { ttl: 5000, timeout: 0 }), AcquireTimeoutError);
       assert.equal(await slow, 'slow');
@@ -167,6 +172,7 @@ for (const adapter of adapters) {
           }),
         { ttl: 5000, signal: controller.signal },
       );
+      await untilLoading('k9');
       const waiter = new AbortController();
       const waiting = b.getOrLoad('k9', () => 'x', { ttl: 5000, signal: waiter.signal });
       await sleep(50);

@@ -56,7 +56,7 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
 });
 
 for (const adapter of adapters) {
-  void describe(`Scheduler (${adapter.name})`, () => {
+  void describe(`Scheduler (${adapter.name})`, { concurrency: true }, () => {
     let server: RedisServer;
     const made: Awaited<ReturnType<typeof makeHoldfast>>[] = [];
     let a: Holdfast;
