@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-/* global process */
 // Runs every test/**/*.test.ts with Node's test runner (tsx for TypeScript). Extra args pass through,
 // e.g. `node scripts/run-tests.mjs test/primitives/lock.test.ts`. The slow test/topologies/ suites (Sentinel,
 // Cluster) run only with `--topologies` (`npm run test:topologies`) or when named.
@@ -24,7 +23,7 @@ const flags = args.filter((a) => a.startsWith('-') && a !== '--topologies');
 const targets = files.length > 0 ? files : topologies ? walk('test/topologies') : walk('test');
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', topologies ? '--test-concurrency=1' : '--test-concurrency=3', '--test-timeout=120000', ...flags, ...targets],
+  ['--import', 'tsx', '--test', topologies ? '--test-concurrency=1' : '--test-concurrency=3', '--test-timeout=400000', ...flags, ...targets],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

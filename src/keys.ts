@@ -10,6 +10,12 @@
  * | `holdfast:{orders:42}:fence`     | string | none (a counter)    | every fresh acquisition |
  * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
  * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
+ * | `holdfast:{nightly}:job`         | hash   | lock + tick memory  | scheduler claim/finish  |
+ * | `holdfast:{user:7}:cv`           | string | the value's `ttl`   | getOrLoad fill          |
+ * | `holdfast:{user:7}:cl`           | hash   | the load lease      | getOrLoad claim         |
+ * | `holdfast:{user:7}:ce`           | hash   | the load lease      | getOrLoad failure       |
+ * | `holdfast:{user:7}:cc`           | channel| —                   | fill/failure publish    |
+ * | `holdfast:{sku:1}:seg:<i>`       | string | none (stock data)   | segmented stock         |
  *
  * @module
  */
@@ -37,6 +43,30 @@ export class Keys {
   /** The marker that makes one release request idempotent. */
   releaseMarker(name: string, requestId: string): string {
     return `${this.base(name)}:rel:${requestId}`;
+  }
+  /** A scheduled job's record: last claimed tick, running owner, locked-until (Redis time). */
+  job(name: string): string {
+    return `${this.base(name)}:job`;
+  }
+  /** A cached value written by `getOrLoad`. */
+  cacheValue(key: string): string {
+    return `${this.base(key)}:cv`;
+  }
+  /** The lock of the one load in progress for a cache key. */
+  cacheLoad(key: string): string {
+    return `${this.base(key)}:cl`;
+  }
+  /** The last failed load of a cache key, for the waiters of that load only. */
+  cacheError(key: string): string {
+    return `${this.base(key)}:ce`;
+  }
+  /** Where a finished (or failed) load of a cache key is announced. */
+  cacheChannel(key: string): string {
+    return `${this.base(key)}:cc`;
+  }
+  /** Segment `index` of a segmented stock (all segments share the `{name}` tag: one slot, one script sees all). */
+  stockSegment(name: string, index: number): string {
+    return `${this.base(name)}:seg:${index}`;
   }
   /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
   nameOf(key: string): string | undefined {

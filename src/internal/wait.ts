@@ -8,9 +8,6 @@ import { AcquireTimeoutError } from '../errors.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
-/** The least time one attempt's Redis command gets, whatever the wait's deadline (still capped by `commandTimeout`). */
-const MIN_ATTEMPT_BUDGET_MS = 1000;
-
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
 export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
 
@@ -20,7 +17,7 @@ export interface WaitOptions<T> {
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
-  /** One attempt; `budgetMs` bounds its Redis command. */
+  /** One attempt; `budgetMs` (the client's commandTimeout) bounds its Redis command. */
   attempt: (budgetMs: number) => Promise<Attempt<T>>;
   /** Called when the wait gives up (timeout, abort, error) after subscribing: e.g. leave a queue. */
   onGiveUp?: () => Promise<void>;
@@ -36,10 +33,8 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
     for (;;) {
       signal?.throwIfAborted();
       core.assertOpen();
-      const left = deadline - now();
-      // Never starve the command itself: with `timeout: 0` (tryAcquire) or a deadline near, a 1 ms budget turned a
-      // healthy but not instant Redis (a cluster hop, a busy machine) into a RedisConnectionError.
-      const result = await opts.attempt(Math.min(core.settings.commandTimeout, Math.max(MIN_ATTEMPT_BUDGET_MS, Math.ceil(left))));
+      // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
+      const result = await opts.attempt(core.settings.commandTimeout);
       if (result.done) {
         gaveUp = false;
         return result.value;
