@@ -45,7 +45,7 @@ for (const adapter of adapters) {
     }
 
     void it('acquires by majority, refuses a second owner, releases on every node', async () => {
-      const redlock = make();
+      const redlock = make({ nodeTimeout: 2000 }); // every node must answer here, however busy the machine
       assert.equal(redlock.quorum, 3);
       const held = await redlock.lock('a').acquire({ lease: 5000 });
       assert.ok(held.validity > 0 && held.validity <= 5000 - 52);
@@ -143,7 +143,8 @@ for (const adapter of adapters) {
       await held.extend(300);
       await new Promise((r) => held.signal.addEventListener('abort', r, { once: true }));
       const at = performance.now() - t0;
-      assert.ok(at < 300, `aborted after ${Math.round(at)} ms`);
+      // the deadline is 295 ms after the extend was sent; allow for timer lateness on a busy machine, far below 10 s
+      assert.ok(at < 500, `aborted after ${Math.round(at)} ms`);
       assert.equal((held.signal.reason as LockLostError).reason, 'expired');
     });
 
