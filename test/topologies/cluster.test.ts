@@ -152,17 +152,20 @@ for (const c of cases) {
           }
         }
       };
+      // Filler keys in the lock's slot (same hash tag), so the migration has keys to move batch by batch while the
+      // lock's own keys (hash, fence counter) move at some point in the middle.
+      const filler = Array.from({ length: 300 }, (_, i) => [`${a.core.keys.base(name)}:filler:${i}`, 'x']).flat();
+      await a.core.command(['MSET', ...filler], filler[0]);
       const redirectsBefore = await cluster.redirections();
       const workers = [worker(a), worker(b)];
-      // Let release markers pile up in the slot, so the migration has keys to move one by one.
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 300));
       const moved = await cluster.migrateSlot(slot, to, 20);
       await new Promise((r) => setTimeout(r, 500));
       stop = true;
       await Promise.all(workers);
       const redirects = (await cluster.redirections()) - redirectsBefore;
       t.diagnostic(`migrated ${moved} keys; ${cycles} lock cycles; ${redirects} MOVED/ASK/TRYAGAIN replies from the servers`);
-      assert.ok(moved > 3, `migrated ${moved} keys`);
+      assert.ok(moved > 300, `migrated ${moved} keys`);
       assert.ok(redirects > 0, 'the clients were redirected at least once');
       assert.equal(await cluster.ownerOf(slot), to);
       assert.deepEqual(errors.map(String), []);
