@@ -75,9 +75,9 @@ export class ZkHold implements Closable {
   }
 
   /** Marks the hold lost: aborts both signals, reports once. */
-  lose(reason: LockLostReason): void {
-    if (this.#done) return;
-    this.#end();
+  lose(reason: LockLostReason, evenIfEnded = false): void {
+    if (this.#lost.signal.aborted || (this.#done && !evenIfEnded)) return;
+    if (!this.#done) this.#end();
     const error = new LockLostError(this.name, reason);
     this.#lost.abort(error);
     if (!this.#suspended.signal.aborted) this.#suspended.abort(error);
@@ -131,11 +131,13 @@ export class ZkHold implements Closable {
   }
 
   async closeHold(): Promise<void> {
+    if (this.#done) return;
     this.holds = 0;
     try {
-      if (!this.#done) await this.#delete();
+      await this.#delete();
     } finally {
-      this.lose('client-closed');
+      // Like the Redis client: a hold ended by close() reports itself lost, so code still using it stops.
+      this.lose('client-closed', true);
     }
   }
 }
