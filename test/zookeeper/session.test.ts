@@ -30,7 +30,7 @@ void describe('ZooKeeper sessions', { skip: !zookeeperInstalled && 'zookeeper is
       const name = uniq('suspend');
       const held = await c.lock(name).acquire();
       const suspended = new Promise((r) => held.suspendedSignal.addEventListener('abort', r));
-      const reconnected = new Promise((r) => c.once('reconnected', r));
+      const reconnected = new Promise<void>((r) => c.once('reconnected', () => r()));
       proxy.blackhole();
       await suspended;
       assert.equal(held.state, 'suspended');
