@@ -112,9 +112,10 @@ export class ZkHold implements Closable {
       for (let attempt = 1; ; attempt++) {
         if (session.generation !== this.entry.generation) break; // the session (and our node) is gone already
         try {
-          await session.call<void>((c, cb) => c.remove(this.entry.path, -1, cb));
+          await session.call<void>((c, cb) => c.remove(this.entry.path, -1, cb), undefined, undefined, this.entry.generation);
           break;
         } catch (error) {
+          if (session.generation !== this.entry.generation) break;
           const code = zkCode(error);
           if (code === ZK.NO_NODE) {
             // Deleted by someone else before our release: we did not hold it to the end.

@@ -8,7 +8,7 @@
 import { AcquireTimeoutError } from '../errors.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { ZkHeldLock, ZkHold } from './hold.js';
-import { enqueue, sortQueue, type Verdict, type ZkCore } from './queue.js';
+import { enqueue, readQueue, type Verdict, type ZkCore } from './queue.js';
 
 /** Options of the ZooKeeper `acquire()` / `tryAcquire()`. */
 export interface ZkAcquireOptions {
@@ -177,13 +177,7 @@ export class ZkLock {
   }
 
   /** The queue: holder first, then the waiters (node names). */
-  async queue(): Promise<string[]> {
-    this.core.assertOpen();
-    try {
-      return sortQueue(await this.core.session.call<string[]>((c, cb) => c.getChildren(this.#spec.dir, cb)));
-    } catch (error) {
-      if ((error as { code?: number }).code === -101) return [];
-      throw error;
-    }
+  queue(): Promise<string[]> {
+    return readQueue(this.core, this.#spec.dir);
   }
 }

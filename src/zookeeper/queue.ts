@@ -152,14 +152,14 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
   let granted = false;
   try {
     await core.ensureDir(opts.dir);
-    path = await createProtected(core, opts.dir, prefix, opts.kind, () => (created = 'unknown'));
+    path = await createProtected(core, opts.dir, prefix, opts.kind, generation, () => (created = 'unknown'));
     created = 'yes';
     const name = path.slice(opts.dir.length + 1);
-    const statP = session.call<Stat | null>((c, cb) => c.exists(path!, cb));
+    const statP = session.call<Stat | null>((c, cb) => c.exists(path!, cb), undefined, undefined, generation);
     statP.catch(() => {});
     for (;;) {
       if (lost.signal.aborted) throw lost.signal.reason;
-      const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb)));
+      const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb), undefined, undefined, generation));
       const index = children.indexOf(name);
       if (index < 0) throw new ZooKeeperConnectionError(`our queue node ${path} is gone (the session ended)`);
       const verdict: Verdict = opts.bypass ? { granted: true } : opts.verdict(children, index);
@@ -174,8 +174,15 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
       const outcome = await waitEvent(
         (watcher) =>
           'watch' in verdict
-            ? session.call<Stat | null>((c, cb) => c.exists(`${opts.dir}/${verdict.watch}`, watcher, cb)).then((s) => s !== null)
-            : session.call<string[]>((c, cb) => c.getChildren(opts.dir, watcher, cb)).then(() => true),
+            ? session
+                .call<Stat | null>((c, cb) => c.exists(`${opts.dir}/${verdict.watch}`, watcher, cb), undefined, undefined, generation)
+                .then((s) => s !== null)
+            : session.call<string[]>((c, cb) => c.getChildren(opts.dir, watcher, cb), undefined, undefined, generation).then((list) => {
+                // The queue may have changed since we read it: if it now grants us (or our node is gone), look again.
+                const sorted = sortQueue(list);
+                const at = sorted.indexOf(name);
+                return at >= 0 && !opts.verdict(sorted, at).granted;
+              }),
         left,
         opts.signal,
         lost.signal,
@@ -189,12 +196,16 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
 }
 
 /** Creates `_c_<guid>-<kind>-` as an ephemeral sequential node; on a lost reply adopts the node if it was made. */
-async function createProtected(core: ZkCore, dir: string, prefix: string, kind: string, onUncertain: () => void): Promise<string> {
+async function createProtected(core: ZkCore, dir: string, prefix: string, kind: string, generation: number, onUncertain: () => void): Promise<string> {
   const session = core.session;
-  const { generation } = await session.current();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await session.call<string>((c, cb) => c.create(`${dir}/${prefix}${kind}-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+      return await session.call<string>(
+        (c, cb) => c.create(`${dir}/${prefix}${kind}-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
+        undefined,
+        undefined,
+        generation,
+      );
     } catch (error) {
       const code = zkCode(error);
       if (code === ZK.NO_NODE && attempt < 5) {
@@ -208,15 +219,15 @@ async function createProtected(core: ZkCore, dir: string, prefix: string, kind: 
       onUncertain();
       // The create may have been applied: look for our guid before creating again. Requests on one connection
       // are answered in order, so this lookup sees a create that was still queued.
-      const own = await findOwn(core, dir, prefix).catch(() => undefined);
+      const own = await findOwn(core, dir, prefix, generation).catch(() => undefined);
       if (own) return own;
     }
   }
 }
 
 /** Our node (by guid) in `dir`, if any. */
-async function findOwn(core: ZkCore, dir: string, prefix: string): Promise<string | undefined> {
-  const children = await core.session.call<string[]>((c, cb) => c.getChildren(dir, cb));
+async function findOwn(core: ZkCore, dir: string, prefix: string, generation: number): Promise<string | undefined> {
+  const children = await core.session.call<string[]>((c, cb) => c.getChildren(dir, cb), undefined, undefined, generation);
   const own = children.find((c) => c.startsWith(prefix));
   return own === undefined ? undefined : `${dir}/${own}`;
 }
@@ -228,9 +239,9 @@ async function abandon(core: ZkCore, dir: string, prefix: string, path: string |
     // A lost session took our ephemeral node with it.
     if (session.generation !== generation || session.closed) return;
     try {
-      const target = path ?? (await findOwn(core, dir, prefix));
+      const target = path ?? (await findOwn(core, dir, prefix, generation));
       if (target === undefined) return;
-      await session.call<void>((c, cb) => c.remove(target, -1, cb));
+      await session.call<void>((c, cb) => c.remove(target, -1, cb), undefined, undefined, generation);
       return;
     } catch (error) {
       if (zkCode(error) === ZK.NO_NODE) return;
@@ -238,6 +249,17 @@ async function abandon(core: ZkCore, dir: string, prefix: string, path: string |
     }
   }
   // Still unreachable: the node goes when the session does (the session deadline closes it).
+}
+
+/** The queue of `dir` in sequence order (holders first), `[]` if the directory does not exist. */
+export async function readQueue(core: ZkCore, dir: string): Promise<string[]> {
+  core.assertOpen();
+  try {
+    return sortQueue(await core.session.call<string[]>((c, cb) => c.getChildren(dir, cb)));
+  } catch (error) {
+    if (zkCode(error) === ZK.NO_NODE) return [];
+    throw wrap(error);
+  }
 }
 
 /** ZooKeeper exceptions become {@link ZooKeeperConnectionError}s with the original as `cause`. */
@@ -263,6 +285,9 @@ export function watchOwn(core: ZkCore, path: string, generation: number, onDelet
           },
           cb,
         ),
+        undefined,
+        undefined,
+        generation,
       )
       .then((stat) => {
         if (stat === null) onDeleted();

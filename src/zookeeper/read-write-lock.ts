@@ -8,7 +8,7 @@
  */
 import { AcquireTimeoutError, UpgradeRefusedError } from '../errors.js';
 import type { ZkHeldLock } from './hold.js';
-import { kindOf, type ZkCore } from './queue.js';
+import { kindOf, readQueue, type ZkCore } from './queue.js';
 import { acquireHold, liveHold, parseAcquire, runWith, type ParsedAcquire, type QueueSpec, type ZkAcquireOptions, type ZkLockScope } from './lock.js';
 
 /** One side (read or write) of a {@link ZkReadWriteLock}. */
@@ -109,5 +109,10 @@ export class ZkReadWriteLock {
   /** The exclusive side. */
   writeLock(): ZkRwSide {
     return this.#write;
+  }
+
+  /** The queue of read and write nodes in order (holders first); `kind` is `read` or `write`. */
+  async queue(): Promise<{ node: string; kind: string }[]> {
+    return (await readQueue(this.core, this.#read.spec.dir)).map((node) => ({ node, kind: kindOf(node) }));
   }
 }

@@ -13,7 +13,7 @@
 import { AcquireTimeoutError } from '../errors.js';
 import { checkInt } from '../internal/validate.js';
 import type { ZkHeldLock } from './hold.js';
-import { sortQueue, type ZkCore } from './queue.js';
+import { readQueue, type ZkCore } from './queue.js';
 import { acquireHold, parseAcquire, type QueueSpec } from './lock.js';
 
 /** Options of the ZooKeeper semaphore's `acquire()` / `tryAcquire()`. */
@@ -83,15 +83,12 @@ export class ZkSemaphore {
 
   /** Permits not held right now (waiters count as holding nothing). */
   async availablePermits(): Promise<number> {
-    this.core.assertOpen();
-    let children: string[];
-    try {
-      children = sortQueue(await this.core.session.call<string[]>((c, cb) => c.getChildren(this.#spec.dir, cb)));
-    } catch (error) {
-      if ((error as { code?: number }).code === -101) return this.permits;
-      throw error;
-    }
-    return Math.max(0, this.permits - children.length);
+    return Math.max(0, this.permits - (await this.queue()).length);
+  }
+
+  /** The queue: the first `permits` nodes hold a permit, the rest wait. */
+  queue(): Promise<string[]> {
+    return readQueue(this.core, this.#spec.dir);
   }
 }
 

@@ -164,10 +164,10 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.#confirmedAt + this.#timeout - driftOf(this.#timeout);
   }
 
-  #scheduleHeartbeat(): void {
+  #scheduleHeartbeat(delay = Math.max(10, Math.floor(this.#timeout / 3))): void {
     clearTimeout(this.#heartbeat);
     if (this.#closed || !this.#client) return;
-    this.#heartbeat = setTimeout(() => void this.#beat(), Math.max(10, Math.floor(this.#timeout / 3)));
+    this.#heartbeat = setTimeout(() => void this.#beat(), delay);
     this.#heartbeat.unref();
   }
 
@@ -178,6 +178,7 @@ export class Session extends EventEmitter<SessionEvents> {
     this.#beating = true;
     const generation = this.#generation;
     const sentAt = now();
+    let failed = false;
     try {
       await this.call<Stat | null>((c, cb) => c.exists('/', cb), Math.max(10, Math.floor(this.#timeout / 3)), client);
       if (generation === this.#generation) this.#confirm(sentAt);
@@ -191,12 +192,14 @@ export class Session extends EventEmitter<SessionEvents> {
         this.#suspended = true;
         this.emit('suspended', generation);
       }
-      // Unanswered for 2/3 of the timeout: the connection is dead even if the socket looks open (a silent server):
-      // make the client try another server, as ZooKeeper's Java client does.
-      if (now() - this.#confirmedAt > (this.#timeout * 2) / 3) dropSocket(client);
+      // Unanswered for half the timeout: the connection is dead even if the socket looks open (a silent server):
+      // make the client try another server, as ZooKeeper's Java client does past its read timeout.
+      if (now() - this.#confirmedAt >= this.#timeout / 2) dropSocket(client);
+      failed = true;
     } finally {
       this.#beating = false;
-      if (generation === this.#generation) this.#scheduleHeartbeat();
+      // After a failure, try again soon: the deadline is closer than another third of the timeout.
+      if (generation === this.#generation) this.#scheduleHeartbeat(failed ? Math.max(10, Math.floor(this.#timeout / 10)) : undefined);
     }
   }
 
@@ -222,10 +225,19 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /**
    * Runs one ZooKeeper call with a timeout. Rejects with the ZooKeeper exception (`zkCode()` gives its code) or
-   * a {@link ZooKeeperConnectionError} on timeout. A call that timed out may still be applied later.
+   * a {@link ZooKeeperConnectionError} on timeout. A call that timed out may still be applied later. With
+   * `generation`, the call runs only in that session (else rejects at once).
    */
-  async call<T>(fn: (client: Client, cb: (error: unknown, result?: T) => void) => void, timeoutMs = this.settings.commandTimeout, onClient?: Client): Promise<T> {
+  async call<T>(
+    fn: (client: Client, cb: (error: unknown, result?: T) => void) => void,
+    timeoutMs = this.settings.commandTimeout,
+    onClient?: Client,
+    generation?: number,
+  ): Promise<T> {
+    // A call that belongs to a session must not run in its successor (our nodes and watches died with it).
+    if (generation !== undefined && generation !== this.#generation) throw new ZooKeeperConnectionError('the ZooKeeper session was lost');
     const client = onClient ?? (await this.client());
+    if (generation !== undefined && generation !== this.#generation) throw new ZooKeeperConnectionError('the ZooKeeper session was lost');
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new ZooKeeperConnectionError(`ZooKeeper did not answer within ${timeoutMs} ms`));

@@ -125,6 +125,8 @@ export interface ZkClusterOptions {
   size?: number;
   /** ZooKeeper tickTime in ms; sessions may last 2..20 ticks. @default 200 */
   tickTime?: number;
+  /** fsync the transaction log before acknowledging (production behaviour; slower). @default false */
+  forceSync?: boolean;
 }
 
 /** A standalone ZooKeeper or an ensemble, started on free loopback ports. */
@@ -159,7 +161,7 @@ export class ZkCluster {
         'maxClientCnxns=0',
         'preAllocSize=1024',
         'snapCount=100000',
-        'forceSync=no',
+        `forceSync=${options.forceSync ? 'yes' : 'no'}`,
       ];
       if (size > 1) {
         ports.forEach((q, j) => lines.push(`server.${j + 1}=127.0.0.1:${q.quorum}:${q.election}`));

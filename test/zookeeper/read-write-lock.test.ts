@@ -26,8 +26,8 @@ void describe('ZooKeeper ReadWriteLock', { skip: !zookeeperInstalled && 'zookeep
     const r1 = await a.readWriteLock(name).readLock().acquire();
     const r2 = await b.readWriteLock(name).readLock().acquire({ timeout: 1000 });
     assert.equal(await b.readWriteLock(name).writeLock().tryAcquire(), null);
-    const writer = b.readWriteLock(name).writeLock().acquire({ timeout: 5000 });
-    await sleep(100);
+    const writer = b.readWriteLock(name).writeLock().acquire({ timeout: 20_000 });
+    while ((await a.readWriteLock(name).queue()).length < 3) await sleep(10);
     await r1.release();
     await sleep(100);
     await r2.release();
@@ -44,19 +44,19 @@ void describe('ZooKeeper ReadWriteLock', { skip: !zookeeperInstalled && 'zookeep
   void it('a waiting writer is not starved by readers that come after it', async () => {
     const name = uniq('starve');
     const r1 = await a.readWriteLock(name).readLock().acquire();
-    const writer = b.readWriteLock(name).writeLock().acquire({ timeout: 5000 });
-    await sleep(100);
+    const writer = b.readWriteLock(name).writeLock().acquire({ timeout: 20_000 });
+    while ((await a.readWriteLock(name).queue()).length < 2) await sleep(10);
     assert.equal(await a.readWriteLock(name).readLock().tryAcquire(), null, 'a later reader queues behind the writer');
     const order: string[] = [];
     const lateReader = a
       .readWriteLock(name)
       .readLock()
-      .acquire({ timeout: 5000 })
+      .acquire({ timeout: 20_000 })
       .then(async (r) => {
         order.push('reader');
         await r.release();
       });
-    await sleep(100);
+    while ((await a.readWriteLock(name).queue()).length < 3) await sleep(10);
     await r1.release();
     const w = await writer;
     order.push('writer');
@@ -83,7 +83,7 @@ void describe('ZooKeeper ReadWriteLock', { skip: !zookeeperInstalled && 'zookeep
       const inner = await rw.readLock().acquire();
       await inner.release();
     });
-    assert.equal((await a.lock(name).queue()).length, 0);
+    assert.deepEqual(await rw.queue(), []);
   });
 
   void it('a downgraded read lock keeps writers out after the write lock is released', async () => {

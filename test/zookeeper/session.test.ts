@@ -15,7 +15,7 @@ void describe('ZooKeeper sessions', { skip: !zookeeperInstalled && 'zookeeper is
   let a: ZooKeeperHoldfast;
 
   before(async () => {
-    zk = await ZkCluster.start();
+    zk = await ZkCluster.start({ tickTime: 500 }); // sessions of 1–10 s
     a = await makeZk(zk.connectionString);
   });
   after(async () => {
@@ -25,7 +25,7 @@ void describe('ZooKeeper sessions', { skip: !zookeeperInstalled && 'zookeeper is
 
   void it('a short cut-off suspends the lock (uncertain), and it holds again after reconnection', async () => {
     const proxy = await TcpProxy.start(zk.nodes[0]!.clientPort);
-    const c = await makeZk(proxy.address, { sessionTimeout: 3000 });
+    const c = await makeZk(proxy.address, { sessionTimeout: 8000 });
     try {
       const name = uniq('suspend');
       const held = await c.lock(name).acquire();
