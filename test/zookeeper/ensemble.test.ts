@@ -80,6 +80,11 @@ void describe('ZooKeeper ensemble', { skip: !zookeeperInstalled && 'zookeeper is
     const afterKill = sorted.filter((g) => g.from > killedAt).length;
     assert.ok(afterKill >= 10, `grants after the kill: ${afterKill}`);
     assert.ok(counter <= grants.length && counter >= grants.length - 3, `counter ${counter} vs grants ${grants.length}`);
-    console.log(`# ${grants.length} grants (${afterKill} after the leader was killed), ${errors} failed attempts, counter ${counter}`);
+    const firstAfter = sorted.find((g) => g.from > killedAt);
+    const lastBefore = [...sorted].reverse().find((g) => g.from <= killedAt);
+    console.log(
+      `# ${grants.length} grants (${afterKill} after the leader was killed), ${errors} failed attempts, counter ${counter}, ` +
+        `longest gap around the kill ${Math.round((firstAfter?.from ?? NaN) - (lastBefore?.to ?? NaN))} ms`,
+    );
   });
 });
