@@ -154,40 +154,55 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
     await core.ensureDir(opts.dir);
     path = await createProtected(core, opts.dir, prefix, opts.kind, generation, () => (created = 'unknown'));
     created = 'yes';
-    const name = path.slice(opts.dir.length + 1);
-    const statP = session.call<Stat | null>((c, cb) => c.exists(path!, cb), undefined, undefined, generation);
+    const ownPath = path;
+    const name = ownPath.slice(opts.dir.length + 1);
+    const readStat = (): Promise<Stat | null> => session.call<Stat | null>((c, cb) => c.exists(ownPath, cb), undefined, undefined, generation);
+    // Sent with the first queue read: the czxid (token) of our node costs no extra round trip.
+    let statP = readStat();
     statP.catch(() => {});
     for (;;) {
       if (lost.signal.aborted) throw lost.signal.reason;
-      const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb), undefined, undefined, generation));
-      const index = children.indexOf(name);
-      if (index < 0) throw new ZooKeeperConnectionError(`our queue node ${path} is gone (the session ended)`);
-      const verdict: Verdict = opts.bypass ? { granted: true } : opts.verdict(children, index);
-      if (verdict.granted) {
-        const stat = await statP;
-        if (!stat) throw new ZooKeeperConnectionError(`our queue node ${path} is gone (the session ended)`);
-        granted = true;
-        return { path, token: czxidOf(stat), generation };
+      try {
+        const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb), undefined, undefined, generation));
+        const index = children.indexOf(name);
+        if (index < 0) throw new ZooKeeperConnectionError(`our queue node ${ownPath} is gone (the session ended)`);
+        const verdict: Verdict = opts.bypass ? { granted: true } : opts.verdict(children, index);
+        if (verdict.granted) {
+          const stat = await statP.catch(readStat);
+          if (!stat) throw new ZooKeeperConnectionError(`our queue node ${ownPath} is gone (the session ended)`);
+          granted = true;
+          return { path: ownPath, token: czxidOf(stat), generation };
+        }
+        const left = deadline === undefined ? undefined : deadline - now();
+        if (left !== undefined && left <= 0) return null;
+        const outcome = await waitEvent(
+          (watcher) =>
+            'watch' in verdict
+              ? session
+                  .call<Stat | null>((c, cb) => c.exists(`${opts.dir}/${verdict.watch}`, watcher, cb), undefined, undefined, generation)
+                  .then((s) => s !== null)
+              : session.call<string[]>((c, cb) => c.getChildren(opts.dir, watcher, cb), undefined, undefined, generation).then((list) => {
+                  // The queue may have changed since we read it: if it now grants us (or our node is gone), look again.
+                  const sorted = sortQueue(list);
+                  const at = sorted.indexOf(name);
+                  return at >= 0 && !opts.verdict(sorted, at).granted;
+                }),
+          left,
+          opts.signal,
+          lost.signal,
+        );
+        if (outcome === 'timeout') return null;
+      } catch (error) {
+        // An abort, a lost session or a real error ends the wait; a dropped connection or a slow reply does not:
+        // the session (and our node) outlive a reconnection, and these reads are safe to repeat.
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        if (lost.signal.aborted) throw lost.signal.reason;
+        if (!transient(error) || session.generation !== generation) throw wrap(error);
+        if (deadline !== undefined && now() >= deadline) return null;
+        await new Promise((r) => setTimeout(r, 50));
+        statP = statP.catch(readStat);
+        statP.catch(() => {});
       }
-      const left = deadline === undefined ? undefined : deadline - now();
-      if (left !== undefined && left <= 0) return null;
-      const outcome = await waitEvent(
-        (watcher) =>
-          'watch' in verdict
-            ? session
-                .call<Stat | null>((c, cb) => c.exists(`${opts.dir}/${verdict.watch}`, watcher, cb), undefined, undefined, generation)
-                .then((s) => s !== null)
-            : session.call<string[]>((c, cb) => c.getChildren(opts.dir, watcher, cb), undefined, undefined, generation).then((list) => {
-                // The queue may have changed since we read it: if it now grants us (or our node is gone), look again.
-                const sorted = sortQueue(list);
-                const at = sorted.indexOf(name);
-                return at >= 0 && !opts.verdict(sorted, at).granted;
-              }),
-        left,
-        opts.signal,
-        lost.signal,
-      );
-      if (outcome === 'timeout') return null;
     }
   } finally {
     session.off('lost', onLost);
@@ -260,6 +275,13 @@ export async function readQueue(core: ZkCore, dir: string): Promise<string[]> {
     if (zkCode(error) === ZK.NO_NODE) return [];
     throw wrap(error);
   }
+}
+
+/** A connection loss or an unanswered call: the session may well be alive. */
+function transient(error: unknown): boolean {
+  const code = zkCode(error);
+  if (code === ZK.CONNECTION_LOSS || code === ZK.OPERATION_TIMEOUT) return true;
+  return error instanceof ZooKeeperConnectionError && /did not answer/.test(error.message);
 }
 
 /** ZooKeeper exceptions become {@link ZooKeeperConnectionError}s with the original as `cause`. */

@@ -58,7 +58,7 @@ export function startWorker(args: string[]): Worker {
 
 /** A connected client; closed by the returned dispose. */
 export async function makeZk(connect: string, options: Omit<ZooKeeperHoldfastOptions, 'connect'> = {}): Promise<ZooKeeperHoldfast> {
-  const zk = new ZooKeeperHoldfast({ connect, sessionTimeout: 2000, ...options });
+  const zk = new ZooKeeperHoldfast({ connect, sessionTimeout: 4000, ...options });
   await zk.connect();
   return zk;
 }
