@@ -34,7 +34,10 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       signal?.throwIfAborted();
       core.assertOpen();
       const left = deadline - now();
-      const result = await opts.attempt(Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left))));
+      // Never give a command less than 1 s (or commandTimeout): cutting its wait short does not stop it running in
+      // Redis, it only turns a success into an unknown outcome (and a `timeout: 0` attempt had a 1 ms budget).
+      const budget = Math.min(core.settings.commandTimeout, Math.max(1000, Math.ceil(left)));
+      const result = await opts.attempt(budget);
       if (result.done) {
         gaveUp = false;
         return result.value;
