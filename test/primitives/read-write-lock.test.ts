@@ -15,7 +15,7 @@ after(async () => {
 });
 
 for (const adapter of adapters) {
-  describe(`ReadWriteLock (${adapter.name})`, () => {
+  void describe(`ReadWriteLock (${adapter.name})`, () => {
     let holdfast: Holdfast;
     let dispose: () => Promise<void>;
     before(async () => {
@@ -25,7 +25,7 @@ for (const adapter of adapters) {
       await dispose();
     });
 
-    it('admits many readers at once and no writer while they read', async () => {
+    void it('admits many readers at once and no writer while they read', async () => {
       const rw = holdfast.readWriteLock('rw-many');
       const readers = await Promise.all([1, 2, 3].map(() => rw.readLock().acquire({ timeout: 1000 })));
       assert.equal((await rw.inspect()).readers, 3);
@@ -41,7 +41,7 @@ for (const adapter of adapters) {
       assert.equal(info.readers, 0);
     });
 
-    it('wakes a waiting writer when the last reader leaves, and waiting readers when the writer leaves', async () => {
+    void it('wakes a waiting writer when the last reader leaves, and waiting readers when the writer leaves', async () => {
       const rw = holdfast.readWriteLock('rw-wake');
       const r1 = await rw.readLock().acquire();
       const t0 = performance.now();
@@ -58,7 +58,7 @@ for (const adapter of adapters) {
       assert.ok(performance.now() - t1 < 400);
     });
 
-    it('is reentrant for readers and writers inside withLock, and counts holds', async () => {
+    void it('is reentrant for readers and writers inside withLock, and counts holds', async () => {
       const rw = holdfast.readWriteLock('rw-reentrant');
       await rw.writeLock().withLock(async ({ lock, token }) => {
         const again = await rw.writeLock().acquire({ timeout: 0 });
@@ -76,7 +76,7 @@ for (const adapter of adapters) {
       assert.equal((await rw.inspect()).readers, 0);
     });
 
-    it('downgrades write → read for the same owner, and then lets other readers in', async () => {
+    void it('downgrades write → read for the same owner, and then lets other readers in', async () => {
       const rw = holdfast.readWriteLock('rw-downgrade');
       const w = await rw.writeLock().acquire();
       assert.equal(await rw.readLock().tryAcquire(), null, 'another owner may not read during the write');
@@ -95,7 +95,7 @@ for (const adapter of adapters) {
       });
     });
 
-    it('refuses an upgrade read → write with UpgradeRefusedError instead of deadlocking', async () => {
+    void it('refuses an upgrade read → write with UpgradeRefusedError instead of deadlocking', async () => {
       const rw = holdfast.readWriteLock('rw-upgrade');
       await rw.readLock().withLock(async () => {
         await assert.rejects(rw.writeLock().acquire({ timeout: 5000 }), UpgradeRefusedError);
@@ -105,7 +105,7 @@ for (const adapter of adapters) {
       await r.release();
     });
 
-    it('holds back new readers while a writer waits (writers are not starved)', async () => {
+    void it('holds back new readers while a writer waits (writers are not starved)', async () => {
       const rw = holdfast.readWriteLock('rw-starve');
       const r1 = await rw.readLock().acquire();
       const writer = rw.writeLock().acquire({ timeout: 3000 });
@@ -121,7 +121,7 @@ for (const adapter of adapters) {
       await w.release();
     });
 
-    it('withdraws the intent of a writer that gives up, and wakes the readers it held back', async () => {
+    void it('withdraws the intent of a writer that gives up, and wakes the readers it held back', async () => {
       const rw = holdfast.readWriteLock('rw-withdraw');
       const r1 = await rw.readLock().acquire();
       const writer = rw.writeLock().acquire({ timeout: 300 });
@@ -135,7 +135,7 @@ for (const adapter of adapters) {
       await r1.release();
     });
 
-    it('lets a crashed waiting writer hold readers back only until its intent lapses', async () => {
+    void it('lets a crashed waiting writer hold readers back only until its intent lapses', async () => {
       const rw = holdfast.readWriteLock('rw-intent', { writerIntent: 300 });
       // plant the intent a killed waiting writer leaves behind (expiry in Redis time)
       const key = holdfast.core.keys.rwIntents('rw-intent');
@@ -150,7 +150,7 @@ for (const adapter of adapters) {
       await r.release();
     });
 
-    it('keeps watchdog leases alive, and aborts the signal when a read hold is lost', async () => {
+    void it('keeps watchdog leases alive, and aborts the signal when a read hold is lost', async () => {
       const rw = holdfast.readWriteLock('rw-watchdog');
       const r = await rw.readLock().acquire();
       await sleep(900); // > watchdogLease 600: only the watchdog keeps it
@@ -167,7 +167,7 @@ for (const adapter of adapters) {
       await fixed[Symbol.asyncDispose](); // never throws for a lost hold
     });
 
-    it('write tokens strictly increase and share the name counter with the plain lock', async () => {
+    void it('write tokens strictly increase and share the name counter with the plain lock', async () => {
       const name = 'rw-tokens';
       const rw = holdfast.readWriteLock(name);
       const tokens: number[] = [];
@@ -182,7 +182,7 @@ for (const adapter of adapters) {
       for (let i = 1; i < tokens.length; i++) assert.ok((tokens[i] as number) > (tokens[i - 1] as number), `tokens ${tokens.join(',')}`);
     });
 
-    it('close() releases read and write holds', async () => {
+    void it('close() releases read and write holds', async () => {
       const { holdfast: h2, dispose: d2 } = await makeHoldfast(adapter, server.url, { prefix: (holdfast.settings.prefix) });
       const r = await h2.readWriteLock('rw-close-r').readLock().acquire();
       const w = await h2.readWriteLock('rw-close-w').writeLock().acquire();
@@ -192,7 +192,7 @@ for (const adapter of adapters) {
       assert.equal((await holdfast.readWriteLock('rw-close-w').inspect()).writer, null);
     });
 
-    it('rejects bad input before any Redis call', async () => {
+    void it('rejects bad input before any Redis call', async () => {
       assert.throws(() => holdfast.readWriteLock(''), RangeError);
       assert.throws(() => holdfast.readWriteLock(42 as unknown as string), TypeError);
       assert.throws(() => holdfast.readWriteLock('x', { writerIntent: 0 }), RangeError);
@@ -212,7 +212,7 @@ for (const adapter of adapters) {
   });
 }
 
-describe('ReadWriteLock across processes', () => {
+void describe('ReadWriteLock across processes', () => {
   let holdfast: Holdfast;
   let dispose: () => Promise<void>;
   const prefix = `rwp${Math.random().toString(36).slice(2, 6)}:`;
@@ -223,7 +223,7 @@ describe('ReadWriteLock across processes', () => {
     await dispose();
   });
 
-  it('frees a kill -9ed reader after its lease', async () => {
+  void it('frees a kill -9ed reader after its lease', async () => {
     const worker = startWorker('rw-hold-read', server.url, prefix, 'rwp-crash', 1000);
     try {
       await worker.next('held');
@@ -240,7 +240,7 @@ describe('ReadWriteLock across processes', () => {
     }
   });
 
-  it('a writer is not starved by a stream of overlapping readers in two processes', async () => {
+  void it('a writer is not starved by a stream of overlapping readers in two processes', async () => {
     const workers = [1, 2].map(() => startWorker('rw-readers', server.url, prefix, 'rwp-starve', 3, 2500, 120));
     try {
       await Promise.all(workers.map((w) => w.next('started')));
