@@ -18,7 +18,6 @@ if free >= want then
   local left = redis.call('decrby', KEYS[1], want)
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
   redis.call('hset', KEYS[3], ARGV[1], want)
-  expire_to_last(KEYS[2], now, KEYS[3])
   return {1, left}
 end
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

@@ -23,7 +23,6 @@ if redis.call('zscore', KEYS[2], ARGV[1]) then
   redis.call('hdel', KEYS[3], ARGV[1])
   redis.call('incrby', KEYS[1], back)
   redis.call('publish', ARGV[2], 'a')
-  expire_to_last(KEYS[2], now, KEYS[3])
 end
 redis.call('set', KEYS[4], back, 'px', ARGV[3])
 return back

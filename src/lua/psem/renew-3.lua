@@ -15,5 +15,4 @@ if not redis.call('zscore', KEYS[2], ARGV[1]) then
   return 0
 end
 redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-expire_to_last(KEYS[2], now, KEYS[3])
 return 1
