@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { Core } from '../core.js';
+import type { Closable, Core } from '../core.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -31,8 +31,11 @@ export interface SemaphoreAcquireOptions {
 
 const ACQUIRE_KEYS = ['timeout', 'signal'] as const;
 
-/** Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing. */
-export class SemaphorePermits implements AsyncDisposable {
+/**
+ * Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing.
+ * `holdfast.close()` releases the ones still held.
+ */
+export class SemaphorePermits implements AsyncDisposable, Closable {
   #released: Promise<void> | undefined;
 
   /** @internal */
@@ -49,8 +52,19 @@ export class SemaphorePermits implements AsyncDisposable {
 
   /** Gives the permits back. Idempotent. */
   release(): Promise<void> {
+    this.semaphore.core.holds.delete(this);
     this.#released ??= this.semaphore.release(this.permits).then(() => undefined);
     return this.#released;
+  }
+
+  /** @internal */
+  async closeHold(): Promise<void> {
+    if (this.#released) return;
+    this.#released = Promise.resolve();
+    await this.semaphore.core.run(scripts['sem/release'], [this.semaphore.core.keys.semaphore(this.semaphore.name)], [
+      this.permits,
+      this.semaphore.core.keys.semaphoreChannel(this.semaphore.name),
+    ]);
   }
 
   /** Releases (same as `release()`). */
@@ -183,7 +197,11 @@ export class Semaphore {
       signal,
       attempt: async (budget) => {
         const reply = (await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget)) as number[];
-        if (reply[0] === 1) return { done: true, value: new SemaphorePermits(this, n) };
+        if (reply[0] === 1) {
+          const taken = new SemaphorePermits(this, n);
+          this.core.holds.add(taken);
+          return { done: true, value: taken };
+        }
         return { done: false, retryInMs: SEMAPHORE_RECHECK_MS };
       },
     });

@@ -89,6 +89,17 @@ for (const adapter of adapters) {
       await assert.rejects(waiting, /stop/);
     });
 
+    void it('close() gives back permits still held', async () => {
+      const { holdfast: h2, dispose: d2 } = await makeHoldfast(adapter, server.url, { prefix: holdfast.settings.prefix });
+      const sem = h2.semaphore('sem-close');
+      await sem.trySetPermits(2);
+      const released = await sem.acquire(1);
+      await released.release();
+      await sem.acquire(2);
+      await d2();
+      assert.equal(await holdfast.semaphore('sem-close').availablePermits(), 2);
+    });
+
     void it('rejects bad input before any Redis call', async () => {
       assert.throws(() => holdfast.semaphore(''), RangeError);
       const sem = holdfast.semaphore('sem-bad');
