@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, UpgradeRefusedError, type Holdfast } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
-import { startWorker } from './fixtures/spawn.js';
+import { startWorker, type Worker } from './fixtures/spawn.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let server: RedisServer;
@@ -216,47 +216,41 @@ void describe('ReadWriteLock across processes', () => {
   let holdfast: Holdfast;
   let dispose: () => Promise<void>;
   const prefix = `rwp${Math.random().toString(36).slice(2, 6)}:`;
+  let holder: Worker;
+  let readers: Worker[];
   before(async () => {
     ({ holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url, { prefix }));
+    // start every child at once: process start-up is the slow part on a busy machine
+    holder = startWorker('rw-hold-read', server.url, prefix, 'rwp-crash', 1000);
+    readers = [1, 2].map(() => startWorker('rw-readers', server.url, prefix, 'rwp-starve', 3, 3500, 120));
+    await Promise.all([holder.next('held'), ...readers.map((w) => w.next('started'))]);
   });
   after(async () => {
+    await Promise.all([holder, ...readers].map((w) => w.kill()));
     await dispose();
   });
 
   void it('frees a kill -9ed reader after its lease', async () => {
-    const worker = startWorker('rw-hold-read', server.url, prefix, 'rwp-crash', 1000);
-    try {
-      await worker.next('held');
-      const rw = holdfast.readWriteLock('rwp-crash');
-      assert.equal((await rw.inspect()).readers, 1);
-      await worker.kill();
-      const t0 = performance.now();
-      const w = await rw.writeLock().acquire({ timeout: 5000 });
-      const waited = performance.now() - t0;
-      assert.ok(waited < 1400, `writer waited ${Math.round(waited)} ms for a 1000 ms lease`);
-      await w.release();
-    } finally {
-      await worker.kill();
-    }
+    const rw = holdfast.readWriteLock('rwp-crash');
+    assert.equal((await rw.inspect()).readers, 1);
+    await holder.kill();
+    const t0 = performance.now();
+    const w = await rw.writeLock().acquire({ timeout: 5000 });
+    const waited = performance.now() - t0;
+    assert.ok(waited < 1400, `writer waited ${Math.round(waited)} ms for a 1000 ms lease`);
+    await w.release();
   });
 
   void it('a writer is not starved by a stream of overlapping readers in two processes', async () => {
-    const workers = [1, 2].map(() => startWorker('rw-readers', server.url, prefix, 'rwp-starve', 3, 2500, 120));
-    try {
-      await Promise.all(workers.map((w) => w.next('started')));
-      const rw = holdfast.readWriteLock('rwp-starve');
-      await sleep(600);
-      assert.ok((await rw.inspect()).readers > 0, 'readers are reading');
-      const t0 = performance.now();
-      const w = await rw.writeLock().acquire({ timeout: 3000 });
-      const waited = performance.now() - t0;
-      await sleep(50);
-      await w.release();
-      assert.ok(waited < 1000, `writer waited ${Math.round(waited)} ms behind 120 ms reads`);
-      const done = await Promise.all(workers.map((x) => x.next('done', 10_000)));
-      assert.ok(done.every((d) => Number(d.reads) > 5), 'readers kept reading before and after the writer');
-    } finally {
-      await Promise.all(workers.map((w) => w.kill()));
-    }
+    const rw = holdfast.readWriteLock('rwp-starve');
+    assert.ok((await rw.inspect()).readers > 0, 'readers are reading');
+    const t0 = performance.now();
+    const w = await rw.writeLock().acquire({ timeout: 3000 });
+    const waited = performance.now() - t0;
+    await sleep(50);
+    await w.release();
+    assert.ok(waited < 1000, `writer waited ${Math.round(waited)} ms behind 120 ms reads`);
+    const done = await Promise.all(readers.map((x) => x.next('done', 10_000)));
+    assert.ok(done.every((d) => Number(d.reads) > 5), 'readers kept reading before and after the writer');
   });
 });
