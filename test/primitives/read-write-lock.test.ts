@@ -150,6 +150,21 @@ for (const adapter of adapters) {
       await r.release();
     });
 
+    void it('a waiting writer keeps its intent alive for as long as it waits', async () => {
+      const rw = holdfast.readWriteLock('rw-refresh', { writerIntent: 300 });
+      const r1 = await rw.readLock().acquire(); // watchdog lease: held until released
+      const writer = rw.writeLock().acquire({ timeout: 5000 });
+      await sleep(800); // well past one intent lifetime: the writer must have refreshed it
+      assert.equal((await rw.inspect()).waitingWriters, 1);
+      assert.equal(await rw.readLock().tryAcquire(), null);
+      await r1.release();
+      const w = await writer;
+      assert.ok(w.token > 0);
+      await sleep(700); // > watchdogLease 600: the watchdog renews the write lock too
+      assert.equal((await rw.inspect()).writer, w.owner);
+      await w.release();
+    });
+
     void it('keeps watchdog leases alive, and aborts the signal when a read hold is lost', async () => {
       const rw = holdfast.readWriteLock('rw-watchdog');
       const r = await rw.readLock().acquire();
