@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { StaleTokenError, type Holdfast } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
+import { startWorker } from '../primitives/fixtures/spawn.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let server: RedisServer;
@@ -80,3 +81,28 @@ for (const adapter of adapters) {
     });
   });
 }
+
+void describe('fencing against a Redis key, across processes', () => {
+  void it('a SIGSTOPped holder resumes after B took over: its stale write is rejected', async () => {
+    const { holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url);
+    const a = startWorker('fenced-writer', server.url, holdfast.settings.prefix, 'ledger', 400, 150);
+    try {
+      const held = await a.next('held');
+      a.child.kill('SIGSTOP'); // A freezes inside its critical section
+      await sleep(700); // past A's 400 ms lease
+      const lockB = await holdfast.lock('ledger').acquire({ timeout: 1000 });
+      assert.ok(lockB.token > Number(held.token));
+      await holdfast.fencedKey('ledger').set('written by B', lockB.token);
+      a.child.kill('SIGCONT');
+      const done = await a.next('done', 10_000);
+      assert.equal(done.rejected, true);
+      assert.equal(done.code, 'STALE_TOKEN');
+      assert.deepEqual(await holdfast.fencedKey('ledger').get(), { value: 'written by B', token: lockB.token });
+      await lockB.release();
+    } finally {
+      a.child.kill('SIGCONT');
+      await a.kill();
+      await dispose();
+    }
+  });
+});
