@@ -19,7 +19,7 @@ for (const adapter of adapters) {
     let holdfast: Holdfast;
     let dispose: () => Promise<void>;
     before(async () => {
-      ({ holdfast, dispose } = await makeHoldfast(adapter, server.url, { watchdogLease: 600, watchdogInterval: 150 }));
+      ({ holdfast, dispose } = await makeHoldfast(adapter, server.url, { watchdogLease: 1000, watchdogInterval: 200 }));
     });
     after(async () => {
       await dispose();
@@ -73,7 +73,7 @@ for (const adapter of adapters) {
       assert.equal(fixed.lost, false);
       assert.equal((await sem.inspect()).leases, 1);
       const watched = await sem.acquire();
-      await sleep(900); // > watchdogLease 600
+      await sleep(1300); // > watchdogLease 1000
       assert.equal(watched.lost, false);
       assert.equal((await sem.inspect()).leases, 2);
       await watched.release();
