@@ -3,6 +3,7 @@
 // e.g. `node scripts/run-tests.mjs test/primitives/lock.test.ts`. The slow test/topologies/ suites (Sentinel,
 // Cluster) run only with `--topologies` (`npm run test:topologies`) or when named.
 import { spawnSync } from 'node:child_process';
+import process from 'node:process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
