@@ -51,7 +51,7 @@ export class Core {
     this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
   }
 
-  /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (passed in ARGV). */
+  /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (see includes/notify.lua). */
   get publishCommand(): 'publish' | 'spublish' {
     return this.settings.sharded ? 'spublish' : 'publish';
   }
@@ -76,7 +76,7 @@ export class Core {
   }
 
   run(script: ScriptDef, keys: readonly string[], args: ScriptArgs, timeoutMs = this.settings.commandTimeout): Promise<unknown> {
-    return runScript(this.transport, script, keys, args, timeoutMs);
+    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand);
   }
 
   command(args: readonly string[], key?: string, timeoutMs = this.settings.commandTimeout): Promise<unknown> {

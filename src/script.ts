@@ -15,6 +15,8 @@ export interface ScriptDef {
   readonly numKeys: number;
   readonly sha: string;
   readonly source: string;
+  /** The script includes `notify`: the publish command (`publish` / `spublish`) goes after its own ARGV. */
+  readonly publishes?: boolean;
 }
 
 /** Redis replies that mean "not now, try elsewhere or later": treated as connection trouble, not script bugs. */
@@ -100,14 +102,19 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
   });
 }
 
-/** Runs a script: EVALSHA, then EVAL on NOSCRIPT. Rejects with a holdfast error only. */
+/**
+ * Runs a script: EVALSHA, then EVAL on NOSCRIPT. Rejects with a holdfast error only. A script that publishes
+ * wake-ups (`script.publishes`) gets `publish` as its last argument: `PUBLISH`, or `SPUBLISH` under sharded pub/sub.
+ */
 export async function runScript(
   transport: RedisTransport,
   script: ScriptDef,
   keys: readonly string[],
-  args: ScriptArgs,
+  scriptArgs: ScriptArgs,
   timeoutMs: number,
+  publish: 'publish' | 'spublish' = 'publish',
 ): Promise<unknown> {
+  const args = script.publishes ? [...scriptArgs, publish] : scriptArgs;
   if (script.numKeys >= 0 && keys.length !== script.numKeys) throw new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`);
   const what = `script ${script.name}`;
   const started = performance.now();

@@ -94,7 +94,6 @@ export class Hold implements Closable {
         core.settings.releaseMarkerTtl,
         '1',
         '0',
-        core.publishCommand,
       ]);
     } finally {
       this.lease.lose('client-closed');
@@ -264,7 +263,7 @@ export class Lock {
    */
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name), this.core.publishCommand])) === 1;
+    return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
   }
 
   async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
@@ -370,7 +369,6 @@ export class Lock {
         core.settings.releaseMarkerTtl,
         '1',
         '0',
-        core.publishCommand,
       ])
       .catch(() => {
         /* Redis is unreachable: the lease will expire */
@@ -387,7 +385,7 @@ export class Lock {
     for (let attempt = 1; ; attempt++) {
       const retry = attempt > 1;
       try {
-        left = (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', core.publishCommand])) as number;
+        left = (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
         // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it.
         if (retry && left < 0 && heldWhenSent) left = 0;
         break;

@@ -423,7 +423,7 @@ export class RedlockLock {
           node,
           scripts['lock/release'],
           [keys.lock(this.name), keys.releaseMarker(this.name, requestId)],
-          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0', 'publish'],
+          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0'],
           settings.nodeTimeout,
         ),
       ),

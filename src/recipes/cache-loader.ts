@@ -210,14 +210,14 @@ export class CacheLoader<T = unknown> {
     } catch (error) {
       lease.stop();
       await core
-        .run(scripts['cache/fail'], keys, [owner, JSON.stringify(remoteOf(error)), leaseMs, channel, errorTtl, core.publishCommand])
+        .run(scripts['cache/fail'], keys, [owner, JSON.stringify(remoteOf(error)), leaseMs, channel, errorTtl])
         .catch(() => {
           /* Redis is unreachable: waiters see the load lock lapse and load themselves */
         });
       throw error;
     }
     lease.stop();
-    await core.run(scripts['cache/fill'], [keys[0] as string, keys[1] as string], [owner, encoded, ttl, channel, core.publishCommand]);
+    await core.run(scripts['cache/fill'], [keys[0] as string, keys[1] as string], [owner, encoded, ttl, channel]);
     return value;
   }
 
@@ -239,7 +239,7 @@ export class CacheLoader<T = unknown> {
     this.#core.assertOpen();
     const core = this.#core;
     // Owner '' matches no load lock: a running load keeps its lock and will overwrite with what it read.
-    await core.run(scripts['cache/fill'], [core.keys.cacheValue(key), core.keys.cacheLoad(key)], ['', 'v' + this.#codec.encode(value), ttl, core.keys.cacheChannel(key), core.publishCommand]);
+    await core.run(scripts['cache/fill'], [core.keys.cacheValue(key), core.keys.cacheLoad(key)], ['', 'v' + this.#codec.encode(value), ttl, core.keys.cacheChannel(key)]);
   }
 
   /** Removes the cached value of `key` (the next `getOrLoad` loads again). True if there was one. */

@@ -8,9 +8,10 @@
   ARGV[3] how long waiters can still read the failure, in ms
   ARGV[4] channel to publish on
   ARGV[5] errorTtl in ms: cache the error as the value for that long; 0 = do not cache it
-  ARGV[6] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1.
 ]]
+--- @include "notify"
 if redis.call('hget', KEYS[2], 'o') == ARGV[1] then
   redis.call('del', KEYS[2])
 end
@@ -19,5 +20,5 @@ redis.call('pexpire', KEYS[3], ARGV[3])
 if tonumber(ARGV[5]) > 0 then
   redis.call('set', KEYS[1], 'e' .. ARGV[2], 'px', ARGV[5], 'nx')
 end
-redis.call(ARGV[6], ARGV[4], 'a')
+notify(ARGV[4], 'a')
 return 1

@@ -6,14 +6,15 @@
   ARGV[2] 'v' .. encoded value
   ARGV[3] ttl in ms
   ARGV[4] channel to publish on
-  ARGV[5] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when the load lock was still ours, 0 when it had lapsed (the value is stored either way: it is fresh).
 ]]
+--- @include "notify"
 redis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])
 local ours = 0
 if redis.call('hget', KEYS[2], 'o') == ARGV[1] then
   redis.call('del', KEYS[2])
   ours = 1
 end
-redis.call(ARGV[5], ARGV[4], 'a')
+notify(ARGV[4], 'a')
 return ours

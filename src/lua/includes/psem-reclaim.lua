@@ -1,3 +1,4 @@
+--- @include "notify"
 --- @include "redis-now"
 -- The lease zset and weight hash have no TTL: if they expired with their last lease, the permits it held
 -- could never be given back. Like the count of free permits, they live as long as the semaphore.
@@ -15,7 +16,7 @@ local function psem_reclaim(free, leases, weights, channel, now)
   redis.call('zremrangebyscore', leases, '-inf', now)
   if back > 0 then
     redis.call('incrby', free, back)
-    redis.call('publish', channel, 'a')
+    notify(channel, 'a')
   end
   return back
 end

@@ -2,10 +2,12 @@
   Delete a latch (open it) and wake every waiter.
   KEYS[1] the latch count
   ARGV[1] channel to publish on
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when the latch existed, else 0.
 ]]
+--- @include "notify"
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', ARGV[1], 'a')
+  notify(ARGV[1], 'a')
   return 1
 end
 return 0

@@ -2,11 +2,12 @@
   Delete a lock whoever holds it, and wake its waiters.
   KEYS[1] the lock hash
   ARGV[1] channel to publish on
-  ARGV[2] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when a lock was deleted, 0 when there was none.
 ]]
+--- @include "notify"
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call(ARGV[2], ARGV[1], 'a')
+  notify(ARGV[1], 'a')
   return 1
 end
 return 0

@@ -7,11 +7,12 @@
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
   ARGV[5] '1' when this is a retry of a request whose reply was lost
-  ARGV[6] the publish command: 'publish', or 'spublish' for sharded pub/sub (Redis >= 7, cluster)
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the holds left (0 = released and one waiter per process told), or -1 when this owner does not hold
   the lock. A retry of a partial release returns what the first run returned; a retry of a full release finds
   the lock gone (-1), which the client reads as "released" when it held the lock when it first sent it.
 ]]
+--- @include "notify"
 if ARGV[5] == '1' then
   local done = redis.call('get', KEYS[2])
   if done then
@@ -28,7 +29,7 @@ if ARGV[4] ~= '1' then
 end
 if left <= 0 then
   redis.call('del', KEYS[1])
-  redis.call(ARGV[6], ARGV[2], '1')
+  notify(ARGV[2], '1')
   return 0
 end
 redis.call('hset', KEYS[1], 'c', left)

@@ -7,6 +7,7 @@
   ARGV[2] permits wanted
   ARGV[3] lease in ms
   ARGV[4] channel to publish reclaims on
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {1, free permits left} when taken; {0, ms until the nearest lease expires, or -1 if none}.
 ]]
 --- @include "psem-reclaim"

@@ -7,8 +7,10 @@
   ARGV[1] permits
   ARGV[2] channel to publish on
   ARGV[3] 'add' or 'nx'
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {changed (1/0), free permits now}.
 ]]
+--- @include "notify"
 --- @include "psem-reclaim"
 local now = redis_now()
 psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
@@ -18,11 +20,11 @@ if ARGV[3] == 'nx' then
     return {0, tonumber(redis.call('get', KEYS[1]) or '0')}
   end
   redis.call('set', KEYS[1], n)
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
   return {1, n}
 end
 local free = redis.call('incrby', KEYS[1], n)
 if n > 0 then
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
 end
 return {1, free}

@@ -7,8 +7,10 @@
   ARGV[1] permit id
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the number of permits given back, or 0 when the permit was not held (released or expired).
 ]]
+--- @include "notify"
 --- @include "psem-reclaim"
 local done = redis.call('get', KEYS[4])
 if done then
@@ -22,7 +24,7 @@ if redis.call('zscore', KEYS[2], ARGV[1]) then
   redis.call('zrem', KEYS[2], ARGV[1])
   redis.call('hdel', KEYS[3], ARGV[1])
   redis.call('incrby', KEYS[1], back)
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
 end
 redis.call('set', KEYS[4], back, 'px', ARGV[3])
 return back

@@ -6,6 +6,7 @@
   ARGV[1] permit id
   ARGV[2] lease in ms
   ARGV[3] channel to publish reclaims on
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when extended, 0 when the permit is not held (released or expired).
 ]]
 --- @include "psem-reclaim"

@@ -5,6 +5,7 @@
   KEYS[3] permit id -> number of permits
   ARGV[1] channel to publish reclaims on
   ARGV[2] a permit id to report the remaining lease of, or ''
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {free permits, permits held, leases held, ms left on ARGV[2]'s lease or -2 if not held}.
 ]]
 --- @include "psem-reclaim"

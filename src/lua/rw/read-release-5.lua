@@ -9,8 +9,10 @@
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every read hold of this owner, '0' for one
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the read holds left (0 = this owner's read lock is released), or -1 when this owner holds no read lock.
 ]]
+--- @include "notify"
 --- @include "rw-purge"
 local done = redis.call('get', KEYS[4])
 if done then
@@ -33,7 +35,7 @@ if left <= 0 then
   expire_to_last(KEYS[1], now, KEYS[2])
   -- the last reader left: a waiting writer may go now
   if redis.call('zcard', KEYS[1]) == 0 and redis.call('exists', KEYS[5]) == 0 then
-    redis.call('publish', ARGV[2], 'a')
+    notify(ARGV[2], 'a')
   end
 end
 redis.call('set', KEYS[4], left, 'px', ARGV[3])

@@ -6,8 +6,10 @@
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the holds left (0 = released, every waiter woken: readers and writers), or -1 when not held.
 ]]
+--- @include "notify"
 local done = redis.call('get', KEYS[2])
 if done then
   return tonumber(done)
@@ -22,7 +24,7 @@ end
 if left <= 0 then
   left = 0
   redis.call('del', KEYS[1])
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
 end
 redis.call('set', KEYS[2], left, 'px', ARGV[3])
 return left

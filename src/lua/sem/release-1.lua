@@ -3,13 +3,15 @@
   KEYS[1] the semaphore
   ARGV[1] permits to add (may be negative to remove permits)
   ARGV[2] channel to publish on
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the free permits after the change.
 ]]
+--- @include "notify"
 local n = tonumber(ARGV[1])
 local free = redis.call('incrby', KEYS[1], n)
 -- Wake every local waiter of each process: waiters may want different numbers of permits, and waking fewer
 -- could leave a waiter that fits asleep while one that does not fit consumed the wake.
 if n > 0 then
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
 end
 return free

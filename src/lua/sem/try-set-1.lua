@@ -3,10 +3,12 @@
   KEYS[1] the semaphore
   ARGV[1] permits
   ARGV[2] channel to publish on
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when set, 0 when the semaphore already existed (unchanged).
 ]]
+--- @include "notify"
 if redis.call('set', KEYS[1], ARGV[1], 'nx') then
-  redis.call('publish', ARGV[2], 'a')
+  notify(ARGV[2], 'a')
   return 1
 end
 return 0
