@@ -100,6 +100,34 @@ for (const c of cases) {
       await next.release();
     });
 
+    void it('a multi-lock over names in different slots (one script per lock, sorted): all or nothing', async () => {
+      const a = await holdfast();
+      const b = await holdfast();
+      const names = ['ml-a', 'ml-b', 'ml-c', 'ml-d', 'ml-e', 'ml-f'];
+      const owners = new Set(await Promise.all(names.map(async (n) => cluster.ownerOf(await cluster.keySlot(a.core.keys.lock(n))))));
+      assert.ok(owners.size >= 2, 'names on several masters');
+      const held = await a.multiLock(names).acquire({ lease: 10_000 });
+      assert.equal(await b.lock('ml-d').tryAcquire(), null);
+      assert.equal(await b.multiLock(['ml-z', 'ml-c']).tryAcquire(), null);
+      assert.equal(await b.lock('ml-z').isLocked(), false, 'the failed multi-lock left nothing held');
+      await held.release();
+      const again = await b.multiLock(names).acquire({ lease: 10_000, timeout: 2000 });
+      await again.release();
+    });
+
+    void it('a count-down latch wakes its waiters over sharded pub/sub', async () => {
+      const a = await holdfast();
+      const b = await holdfast();
+      const name = `latch-${c.name.length}`;
+      assert.equal(await a.countDownLatch(name).trySetCount(1), true);
+      const waiting = b.countDownLatch(name).await({ timeout: 8000 });
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = performance.now();
+      await a.countDownLatch(name).countDown();
+      assert.equal(await waiting, true);
+      assert.ok(performance.now() - t0 < 1500, 'woken by the message');
+    });
+
     void it('replicaSync: WAIT runs on the master of the lock\'s slot (its paused replica makes it fail)', async () => {
       const a = await holdfast();
       const name = `wait-${c.name.length}`;
