@@ -228,6 +228,8 @@ export class Redlock extends EventEmitter<RedlockEvents> {
 interface AttemptResult {
   held: HeldRedlock | undefined;
   results: NodeResult[];
+  /** Why an attempt with a majority still failed. */
+  detail?: string;
 }
 
 type Settled<T> = PromiseSettledResult<T>;
@@ -317,7 +319,14 @@ export class RedlockLock {
         throw new ClientClosedError();
       }
       const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
-      const failure = new QuorumNotReachedError(this.name, 'acquire', redlock.quorum, result.results, attempt);
+      const failure = new QuorumNotReachedError(
+        this.name,
+        'acquire',
+        redlock.quorum,
+        result.results,
+        attempt,
+        result.detail === undefined ? undefined : { detail: result.detail },
+      );
       if (single) {
         if (answered >= redlock.quorum) return null;
         throw failure;
@@ -347,6 +356,18 @@ export class RedlockLock {
       return value[0] === 1 ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value[1] ?? -2 };
     });
     const granted = results.filter((r) => r.status === 'acquired').map((r) => r.node);
+    const noValidity = (): string | undefined => {
+      const elapsed = now() - start;
+      return leaseMs - elapsed - driftOf(leaseMs) > 0
+        ? undefined
+        : `no validity left: the attempt took ${Math.round(elapsed)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`;
+    };
+    // A majority that came too late is no lock: skip the fencing round (its owner checks would fail anyway).
+    const late = granted.length >= quorum ? noValidity() : undefined;
+    if (late !== undefined) {
+      await this.#releaseEverywhere(owner);
+      return { held: undefined, results, detail: late };
+    }
     if (granted.length >= quorum) {
       const token = Math.max(...granted.map((i) => Number((replies[i] as PromiseFulfilledResult<number[]>).value[1] ?? 0)));
       const raised = await Promise.allSettled(
@@ -363,6 +384,8 @@ export class RedlockLock {
       if (fenced >= quorum && validity > 0) {
         return { held: this.#held(owner, token, start, leaseMs, validity, watchdog, results), results };
       }
+      await this.#releaseEverywhere(owner);
+      return { held: undefined, results, detail: fenced < quorum ? `the fencing round reached ${fenced} node(s)` : noValidity() ?? '' };
     }
     await this.#releaseEverywhere(owner);
     return { held: undefined, results };

@@ -148,6 +148,26 @@ for (const adapter of adapters) {
       assert.equal((held.signal.reason as LockLostError).reason, 'expired');
     });
 
+    void it('a slow node eats the validity: a majority granted, still no success, released everywhere', async () => {
+      const redlock = make({ nodeTimeout: 150, retryCount: 1 });
+      servers[4]!.pause();
+      try {
+        const error = await redlock
+          .lock('slow')
+          .acquire({ lease: 100 })
+          .then(
+            () => assert.fail('a lock with no validity left'),
+            (e: unknown) => e,
+          );
+        assert.ok(error instanceof QuorumNotReachedError, String(error));
+        assert.equal(error.nodes.filter((n) => n.status === 'acquired').length, 4);
+        assert.match(error.message, /no validity left/);
+        for (const s of servers.slice(0, 4)) assert.equal(await keyCount(s, `${redlock.keys.prefix}{slow}:lock`), 0);
+      } finally {
+        servers[4]!.resume();
+      }
+    });
+
     void it('a minority down: still acquires, extends and releases', async () => {
       const redlock = make();
       servers[3]!.pause();
