@@ -60,6 +60,9 @@ async function failover(afterKill?: () => void): Promise<{ killedAt: number; pro
   const port = await set.awaitFailover(old.port);
   const promotedAt = performance.now();
   await old.launch();
+  // Sentinel would turn it into a replica of the new master after a few seconds; doing it here keeps the suite fast
+  // and deterministic (the next test needs a replica again).
+  await cli(old.port, 'REPLICAOF', '127.0.0.1', String(port));
   await until(
     async () => infoField(await cli(old.port, 'INFO', 'replication'), 'master_link_status') === 'up' && (await set.masterPort()) === port,
     20_000,
