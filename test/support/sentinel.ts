@@ -129,6 +129,19 @@ export class SentinelSet {
     return port;
   }
 
+  /** Waits until the current master has an online replica that acknowledges a write (`SET` then `WAIT 1`). */
+  async awaitReplicaInSync(timeoutMs = 30_000): Promise<void> {
+    await until(
+      async () => {
+        const port = await this.masterPort();
+        const probe = spawnSync('redis-cli', ['-p', String(port)], { input: 'SET holdfast-test:probe 1\nWAIT 1 500\n', timeout: 5000 });
+        return probe.stdout.toString().trim().split('\n').pop() === '1';
+      },
+      timeoutMs,
+      'a replica in sync with the master',
+    );
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.sentinels.map((s) => s.stop()));
     await Promise.all(this.servers.map((s) => s.stop()));

@@ -77,6 +77,7 @@ for (const c of cases) {
     const prefix = `s${Math.random().toString(36).slice(2, 6)}:`;
 
     async function holdfast(options: Omit<HoldfastOptions, 'redis'> = {}): Promise<Holdfast> {
+      await set.awaitReplicaInSync(); // each test starts from a master with a replica in sync
       const conn = await c.connect();
       const hf = new Holdfast({ redis: conn.client, prefix, ...options });
       opened.push({ close: async () => void (await hf.close().catch(() => {}), await conn.close()) });
