@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ReplicationNotReachedError } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
-import { cli, infoField, until } from '../support/cli.js';
+import { cli, infoField, until } from '../support/redis-cli.js';
 import { RedisServer } from '../support/redis-server.js';
 
 let master: RedisServer;

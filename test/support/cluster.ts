@@ -3,7 +3,7 @@
  * with `redis-cli --cluster create`, plus a slot migration done by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE key by key,
  * SETSLOT NODE), slow enough that clients see `ASK`/`TRYAGAIN` while it runs.
  */
-import { cli, infoField, until } from './cli.js';
+import { cli, infoField, until } from './redis-cli.js';
 import { RedisServer } from './redis-server.js';
 
 export class RedisCluster {

@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, infoField, until } from './cli.js';
+import { cli, infoField, until } from './redis-cli.js';
 import { freePort, RedisServer } from './redis-server.js';
 
 export const MASTER_NAME = 'holdfast-master';

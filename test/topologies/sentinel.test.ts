@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createSentinel } from 'redis';
 import { Holdfast, LockLostError, type HoldfastOptions } from '../../src/index.js';
-import { cli, infoField, until } from '../support/cli.js';
+import { cli, infoField, until } from '../support/redis-cli.js';
 import { MASTER_NAME, SentinelSet } from '../support/sentinel.js';
 
 let set: SentinelSet;
