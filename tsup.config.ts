@@ -4,7 +4,7 @@ export default defineConfig([
   {
     entry: { index: 'src/index.ts' },
     format: ['esm', 'cjs'],
-    dts: true,
+    dts: { compilerOptions: { ignoreDeprecations: '6.0' } }, // tsup's dts step sets baseUrl, deprecated in TypeScript 6
     sourcemap: true,
     clean: true,
     target: 'node20',
