@@ -20,23 +20,24 @@ export function timelineSvg(results: readonly RunResult[], opts: { leaseMs: numb
   const panelW = 360;
   const gap = 16;
   const laneH = 11;
-  const panelH = 30 + workers * laneH + 8;
+  const panelH = 22 + workers * laneH + 18;
   const top = 86;
   const width = labelW + faults.length * (panelW + gap);
   const height = top + schemes.length * (panelH + gap) + 10;
-  const duration = Math.max(...results.map((r) => r.endAt - r.startAt));
+  // a paused or slow worker may finish after the run's end: show it
+  const duration = Math.max(...results.map((r) => Math.max(r.endAt, ...r.spans.map((s) => s.end), ...r.marks.map((m) => m.t)) - r.startAt));
   const parts: string[] = [];
   parts.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`,
     `<defs><pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="2" height="4" fill="#888"/></pattern></defs>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    `<text x="10" y="20" font-size="15" font-weight="600">holdfast demo: who held the lock when (seed 003's five schemes and holdfast, ${workers} workers, lease ${opts.leaseMs} ms)</text>`,
+    `<text x="10" y="20" font-size="15" font-weight="600">holdfast demo: who held the lock when (seed 003's five schemes and holdfast, ${workers} workers, lease ${opts.leaseMs} ms, ${(duration / 1000).toFixed(1)} s across)</text>`,
   );
   // legend
   const legend: [string, string][] = [
     ['<rect width="18" height="8" fill="#4a78b5"/>', 'critical section (grant → write)'],
     ['<rect width="18" height="8" fill="#b9cde8"/>', 'release'],
-    ['<rect width="18" height="8" fill="url(#hatch)"/>', 'paused'],
+    ['<rect width="18" height="8" fill="url(#hatch)"/>', 'paused (stop-the-world)'],
     ['<rect width="18" height="8" fill="#e0312b"/>', 'two holders at once'],
     ['<rect width="18" height="8" fill="#c9c9c9"/>', "dead worker's lock left behind"],
     ['<path d="M3 0 L15 8 M15 0 L3 8" stroke="#000" stroke-width="2"/>', 'crash'],
@@ -83,22 +84,19 @@ function panel(r: RunResult, x0: number, y0: number, w: number, laneH: number, w
     const end = r.recoveredAfterMs === null ? r.endAt : r.crashedAt + r.recoveredAfterMs;
     if (crashed) out.push(`<rect x="${n(tx(r.crashedAt))}" y="${ly(crashed.w) + 1}" width="${n(Math.max(1, tx(end) - tx(r.crashedAt)))}" height="${laneH - 3}" fill="#c9c9c9"/>`);
   }
-  for (const s of r.spans) {
-    const x = tx(s.start);
-    const wd = Math.max(0.8, tx(s.end) - x);
-    const y = ly(s.w) + 1;
-    const fill = s.kind === 'cs' ? '#4a78b5' : s.kind === 'release' ? '#b9cde8' : 'url(#hatch)';
-    out.push(`<rect x="${n(x)}" y="${y}" width="${n(wd)}" height="${laneH - 3}" fill="${fill}"/>`);
-  }
+  const bar = (s: { w: string; start: number; end: number }, fill: string) =>
+    out.push(`<rect x="${n(tx(s.start))}" y="${ly(s.w) + 1}" width="${n(Math.max(0.8, tx(s.end) - tx(s.start)))}" height="${laneH - 3}" fill="${fill}"/>`);
+  for (const s of r.spans) if (s.kind !== 'pause') bar(s, s.kind === 'cs' ? '#4a78b5' : '#b9cde8');
   // red where a critical section overlaps another's
   for (const s of r.spans) {
     if (s.kind !== 'cs') continue;
     for (const o of r.overlapSpans) {
       const a = Math.max(s.start, o.start);
       const b = Math.min(s.end, o.end);
-      if (b > a) out.push(`<rect x="${n(tx(a))}" y="${ly(s.w) + 1}" width="${n(Math.max(1, tx(b) - tx(a)))}" height="${laneH - 3}" fill="#e0312b"/>`);
+      if (b > a) bar({ w: s.w, start: a, end: b }, '#e0312b');
     }
   }
+  for (const s of r.spans) if (s.kind === 'pause') bar(s, 'url(#hatch)');
   for (const m of r.marks) {
     const x = tx(m.t);
     const y = ly(m.w);
@@ -106,7 +104,9 @@ function panel(r: RunResult, x0: number, y0: number, w: number, laneH: number, w
     else if (m.kind === 'stale') out.push(`<path d="M${n(x - 4)} ${y} L${n(x + 4)} ${y + 8} M${n(x + 4)} ${y} L${n(x - 4)} ${y + 8}" stroke="#f28c00" stroke-width="2.5"/>`);
     else if (m.kind === 'deleted-other') out.push(`<path d="M${n(x - 5)} ${y - 1} L${n(x + 5)} ${y - 1} L${n(x)} ${y + 8} Z" fill="#e0312b" stroke="#fff" stroke-width="0.5"/>`);
   }
-  const figures = `lost ${r.lostUpdates} · deleted ${r.deletedOthers} · overlaps ${r.overlaps}${r.scheme === 'holdfast' ? ` · stale refused ${r.staleRejected}` : ''} · ${r.writes} writes`;
-  out.push(`<text x="${x0 + w}" y="${y0 + 14}" text-anchor="end" fill="#666" font-size="9.5">${esc(figures)}</text>`);
+  const figures =
+    `${r.writes} writes, counter ${r.counter} · lost ${r.lostUpdates} · deleted ${r.deletedOthers} · two holders ${r.overlapMs} ms` +
+    (r.scheme === 'holdfast' ? ` · stale refused ${r.staleRejected}` : '');
+  out.push(`<text x="${x0}" y="${plotY + workers * laneH + 13}" fill="#666" font-size="9.5">${esc(figures)}</text>`);
   return out.join('\n');
 }

@@ -90,12 +90,23 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
   const events: DemoEvent[] = [];
   const emit = (e: DemoEvent) => events.push(e);
   const holdfast =
-    order.scheme === 'holdfast' ? new Holdfast({ redis: client, prefix: order.prefix, watchdogLease: order.leaseMs, commandTimeout: 2000 }) : undefined;
+    order.scheme === 'holdfast'
+      ? new Holdfast({
+          redis: client,
+          prefix: order.prefix,
+          watchdogLease: order.leaseMs,
+          // renew often: on a busy machine a renewal may be late by a good part of the lease
+          watchdogInterval: Math.floor(order.leaseMs / 5),
+          commandTimeout: 2000,
+        })
+      : undefined;
   let faultDone = !order.faulty;
   try {
     await sleep(order.startAt - epoch());
     while (epoch() < order.endAt) {
-      const inject = !faultDone && epoch() >= order.startAt + order.faultAfterMs;
+      // the fault strikes at the faulty worker's first grant past faultAfterMs (decided at the grant, so a worker
+      // that started waiting earlier still gets it)
+      let inject = false;
       const session = await acquire(order.scheme, {
         transport,
         keys: order.keys,
@@ -105,7 +116,10 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
         deadline: order.endAt,
         holdfast,
         onGranted: () => {
-          emit({ t: epoch(), w, type: 'acquired' });
+          const t = epoch();
+          emit({ t, w, type: 'acquired' });
+          inject = !faultDone && t >= order.startAt + order.faultAfterMs;
+          if (inject) faultDone = true;
           if (inject && order.fault === 'crash') {
             // die like a power cut: no release, no cleanup, timers gone. The demo learns it from this line.
             send({ type: 'crashed', w, events: [...events, { t: epoch(), w, type: 'crashed' }] });
@@ -117,7 +131,6 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
         emit({ t: epoch(), w, type: 'gave-up' });
         break;
       }
-      if (inject) faultDone = true;
       const value = await session.read();
       if (value === null || session.lost) {
         // holdfast: the fence or the loss signal said this hold is stale: do not write
