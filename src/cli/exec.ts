@@ -81,83 +81,86 @@ export async function execCommand(argv: string[]): Promise<number> {
   const grace = msOption(values.grace, 'grace', 'exec') ?? 5000;
   const connectTimeout = msOption(values['connect-timeout'], 'connect-timeout', 'exec', 1) ?? 3000;
 
-  // Signals that arrive before the command runs abort the wait.
+  // One handler for the whole run, so that no signal ever meets node's default (death with the lock held):
+  // before the command runs a signal aborts the wait; while it runs, it is passed on; a second one during the
+  // wait or the clean-up ends holdfast at once.
   const waitAbort = new AbortController();
+  let child: ChildProcess | undefined;
   let earlySignal: NodeJS.Signals | undefined;
-  const onEarly = (signal: NodeJS.Signals) => {
-    earlySignal ??= signal;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (child) {
+      child.kill(signal);
+      return;
+    }
+    if (earlySignal) process.exit(signalExitCode(signal));
+    earlySignal = signal;
     waitAbort.abort(new CliError(`interrupted by ${signal} while waiting for "${name}"`, signalExitCode(signal)));
   };
-  for (const s of FORWARDED) process.on(s, onEarly);
-  const removeEarly = () => {
-    for (const s of FORWARDED) process.off(s, onEarly);
-  };
-
-  let connection;
+  for (const s of FORWARDED) process.on(s, onSignal);
   try {
-    connection = await connect({ url: values.url, connectTimeout });
-  } catch (error) {
-    removeEarly();
-    throw error;
-  }
-  const holdfast = new Holdfast({
-    redis: connection.client,
-    watchdogLease: lease,
-    ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
-    commandTimeout: Math.min(5000, Math.max(50, Math.floor(lease / 3))),
-  });
-  const cleanup = async () => {
-    await holdfast.close().catch(() => {});
-    await connection.close();
-  };
-
-  let held: HeldLock;
-  try {
-    if (earlySignal) throw waitAbort.signal.reason;
-    held = await holdfast.lock(name).acquire({ signal: waitAbort.signal, ...(wait === undefined ? {} : { timeout: wait }) });
-  } catch (error) {
-    removeEarly();
-    await cleanup();
-    if (error instanceof AcquireTimeoutError) throw new CliError(`timed out after ${wait ?? 0} ms waiting for lock "${name}"`, EXIT.WAIT_TIMEOUT, { cause: error });
-    if (error instanceof RedisConnectionError) throw new CliError(`Redis failed while waiting for "${name}": ${error.message}`, EXIT.REDIS_UNAVAILABLE, { cause: error });
-    throw error;
-  }
-  removeEarly();
-  const late = earlySignal as NodeJS.Signals | undefined; // set by a signal handler, so TypeScript cannot see it
-  if (late) {
-    // a signal arrived between the grant and here: give the lock back and stop
-    await held[Symbol.asyncDispose]().catch(() => {});
-    await cleanup();
-    throw new CliError(`interrupted by ${late} while waiting for "${name}"`, signalExitCode(late));
+    return await holdAndRun();
+  } finally {
+    for (const s of FORWARDED) process.off(s, onSignal);
   }
 
-  const code = await runChild(command, held, grace);
-  let lost = held.lost;
-  if (!lost) {
+  async function holdAndRun(): Promise<number> {
+    const connection = await connect({ url: values.url, connectTimeout });
+    const holdfast = new Holdfast({
+      redis: connection.client,
+      watchdogLease: lease,
+      ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
+      commandTimeout: Math.min(5000, Math.max(50, Math.floor(lease / 3))),
+    });
+    const cleanup = async () => {
+      // bounded: a half-open connection must not keep holdfast from exiting
+      await Promise.race([holdfast.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await connection.close();
+    };
+
+    let held: HeldLock;
     try {
-      await held.release();
+      if (earlySignal) throw waitAbort.signal.reason;
+      held = await holdfast.lock(name!).acquire({ signal: waitAbort.signal, ...(wait === undefined ? {} : { timeout: wait }) });
     } catch (error) {
-      if (error instanceof LockNotHeldError) {
-        lost = true;
-        warn(`lock "${name}" was no longer held when the command ended (${error.message}); exiting ${EXIT.LOCK_LOST}`);
-      } else {
-        warn(`could not release "${name}": ${error instanceof Error ? error.message : String(error)} (its lease frees it)`);
+      await cleanup();
+      if (error instanceof AcquireTimeoutError) throw new CliError(`timed out after ${wait ?? 0} ms waiting for lock "${name}"`, EXIT.WAIT_TIMEOUT, { cause: error });
+      if (error instanceof RedisConnectionError) throw new CliError(`Redis failed while waiting for "${name}": ${error.message}`, EXIT.REDIS_UNAVAILABLE, { cause: error });
+      throw error;
+    }
+    const late = earlySignal as NodeJS.Signals | undefined; // set by the signal handler, so TypeScript cannot see it
+    if (late) {
+      // a signal arrived between the grant and here: give the lock back and stop
+      await held[Symbol.asyncDispose]().catch(() => {});
+      await cleanup();
+      throw new CliError(`interrupted by ${late} while waiting for "${name}"`, signalExitCode(late));
+    }
+
+    const code = await runChild(command, held, grace, (c) => (child = c));
+    child = undefined;
+    let lost = held.lost;
+    if (!lost) {
+      try {
+        await held.release();
+      } catch (error) {
+        if (error instanceof LockNotHeldError) {
+          lost = true;
+          warn(`lock "${name}" was no longer held when the command ended (${error.message}); exiting ${EXIT.LOCK_LOST}`);
+        } else {
+          warn(`could not release "${name}": ${error instanceof Error ? error.message : String(error)} (its lease frees it)`);
+        }
       }
     }
+    await cleanup();
+    return lost ? EXIT.LOCK_LOST : code;
   }
-  await cleanup();
-  return lost ? EXIT.LOCK_LOST : code;
 }
 
 /** Runs the command under `held`; resolves its exit code (or the code for "could not start it"). */
-function runChild(command: string[], held: HeldLock, grace: number): Promise<number> {
+function runChild(command: string[], held: HeldLock, grace: number, started: (child: ChildProcess) => void): Promise<number> {
   const [file, ...args] = command as [string, ...string[]];
   return new Promise<number>((resolve) => {
     let child: ChildProcess;
     let killTimer: NodeJS.Timeout | undefined;
-    const forward = (signal: NodeJS.Signals) => {
-      child.kill(signal);
-    };
     const onLost = () => {
       const reason = held.signal.reason as Error | undefined;
       warn(`${reason?.message ?? `lock "${held.name}" was lost`}: stopping the command (SIGTERM, then SIGKILL after ${grace} ms)`);
@@ -168,7 +171,6 @@ function runChild(command: string[], held: HeldLock, grace: number): Promise<num
     const done = (code: number) => {
       if (finished) return;
       finished = true;
-      for (const s of FORWARDED) process.off(s, forward);
       held.signal.removeEventListener('abort', onLost);
       clearTimeout(killTimer);
       resolve(code);
@@ -183,7 +185,7 @@ function runChild(command: string[], held: HeldLock, grace: number): Promise<num
       resolve(EXIT.CANNOT_EXECUTE);
       return;
     }
-    for (const s of FORWARDED) process.on(s, forward);
+    started(child);
     child.once('error', (error: NodeJS.ErrnoException) => {
       // spawn failures arrive here; a failed kill() of a running child also would: ignore those
       if (child.pid !== undefined) return;
