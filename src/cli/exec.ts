@@ -118,12 +118,15 @@ export async function execCommand(argv: string[]): Promise<number> {
     };
 
     let held: HeldLock;
+    const waitStarted = performance.now();
     try {
       if (earlySignal) throw waitAbort.signal.reason;
       held = await holdfast.lock(name!).acquire({ signal: waitAbort.signal, ...(wait === undefined ? {} : { timeout: wait }) });
     } catch (error) {
       await cleanup();
-      if (error instanceof AcquireTimeoutError) throw new CliError(`timed out after ${wait ?? 0} ms waiting for lock "${name}"`, EXIT.WAIT_TIMEOUT, { cause: error });
+      // the last attempt of a wait gets what is left of it as its budget: a late reply then is a timeout too
+      const ranOut = wait !== undefined && performance.now() - waitStarted >= wait;
+      if (error instanceof AcquireTimeoutError || (ranOut && error instanceof RedisConnectionError)) throw new CliError(`timed out after ${wait ?? 0} ms waiting for lock "${name}"`, EXIT.WAIT_TIMEOUT, { cause: error });
       if (error instanceof RedisConnectionError) throw new CliError(`Redis failed while waiting for "${name}": ${error.message}`, EXIT.REDIS_UNAVAILABLE, { cause: error });
       throw error;
     }

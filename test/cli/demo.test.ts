@@ -9,7 +9,8 @@ import { Holdfast, ioredisTransport, type RedisTransport } from '../../src/index
 import { analyze, overlapOf, verdict, type DemoEvent } from '../../src/cli/demo/analyze.js';
 import { acquire, type DemoKeys, type SchemeContext, type SchemeId } from '../../src/cli/demo/schemes.js';
 import { ensureBuilt, run, sleep } from '../support/cli.js';
-import { RedisServer } from '../support/redis-server.js';
+import { rawCommand, RedisServer } from '../support/redis-server.js';
+import { startThrowaway } from '../../src/cli/demo/redis.js';
 
 describe('demo analysis (pure)', () => {
   const facts = { scheme: 'gold', fault: 'pause', workers: 2, startAt: 0, endAt: 1000, counter: 1, lockPttl: -2 } as const;
@@ -161,6 +162,20 @@ describe('demo schemes against a real Redis', () => {
       await h1.close();
       await h2.close();
     }
+  });
+});
+
+describe('demo Redis', () => {
+  it('starts a throwaway redis-server from PATH on a free port and removes it', async () => {
+    const redis = await startThrowaway();
+    try {
+      assert.equal(redis.origin, 'throwaway');
+      assert.equal(await redis.connection.transport.command(['PING']), 'PONG');
+    } finally {
+      await redis.connection.close();
+      await redis.stop();
+    }
+    await assert.rejects(rawCommand(Number(new URL(redis.url).port), 'PING', 300));
   });
 });
 

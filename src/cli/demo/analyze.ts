@@ -16,7 +16,8 @@ export type DemoEvent =
   | { t: number; w: string; type: 'skipped'; why: 'lost' | 'stale-read' }
   | { t: number; w: string; type: 'release-start' }
   | { t: number; w: string; type: 'released'; outcome: ReleaseOutcome }
-  | { t: number; w: string; type: 'gave-up' };
+  | { t: number; w: string; type: 'gave-up' }
+  | { t: number; w: string; type: 'failed'; message: string };
 
 /** A span of time on one worker's lane. */
 export interface Span {
@@ -60,6 +61,8 @@ export interface RunResult {
   stuck: boolean;
   /** Workers whose wait ran into the end of the run. */
   gaveUp: number;
+  /** Workers that failed with an error (the run's figures are then incomplete). */
+  failures: string[];
   /** The worker lanes' spans, for the timeline. */
   spans: Span[];
   /** Spans of time when two or more critical sections overlapped. */
@@ -92,6 +95,7 @@ export function analyze(events: readonly DemoEvent[], facts: RunFacts): RunResul
   let staleRejected = 0;
   let refusedReleases = 0;
   let gaveUp = 0;
+  const failures: string[] = [];
   let crashedAt: number | null = null;
   let crashedWorker: string | null = null;
 
@@ -152,6 +156,10 @@ export function analyze(events: readonly DemoEvent[], facts: RunFacts): RunResul
       case 'gave-up':
         gaveUp++;
         break;
+      case 'failed':
+        closeCs(e.w, e.t);
+        failures.push(`${e.w}: ${e.message}`);
+        break;
     }
   }
   for (const [w] of open) closeCs(w, facts.endAt);
@@ -191,6 +199,7 @@ export function analyze(events: readonly DemoEvent[], facts: RunFacts): RunResul
     recoveredAfterMs: recoveredAfterMs === null ? null : Math.round(recoveredAfterMs),
     stuck: crashedAt !== null && recoveredAfterMs === null && facts.lockPttl === -1,
     gaveUp,
+    failures,
     spans,
     overlapSpans,
     marks,
@@ -219,6 +228,7 @@ export function verdict(r: RunResult): string {
   if (r.stuck) bad.push('DEADLOCK');
   if (r.lostUpdates > 0) bad.push('LOST UPDATES');
   if (r.deletedOthers > 0) bad.push("DELETED OTHERS' LOCK");
+  if (r.failures.length > 0) bad.push(`INCOMPLETE (${r.failures.length} worker error${r.failures.length > 1 ? 's' : ''})`);
   if (bad.length > 0) return bad.join(', ');
   if (r.staleRejected > 0) return 'ok: fencing refused the stale holder';
   if (r.overlaps > 0) return 'ok (overlap, no harm this time)';

@@ -55,7 +55,8 @@ export async function findRedis(url: string | undefined): Promise<DemoRedis> {
   return startThrowaway();
 }
 
-async function startThrowaway(): Promise<DemoRedis> {
+/** Starts a throwaway `redis-server` from PATH on a free port (no persistence; `stop()` kills it and removes its directory). */
+export async function startThrowaway(): Promise<DemoRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'holdfast-demo-'));
   const child: ChildProcess = spawn(

@@ -26,8 +26,8 @@ export const TIMING = {
   retryMs: 10,
   /** How long the pause fault stops the worker. */
   pauseMs: 1000,
-  /** How long the slow-release fault delays the release. */
-  slowMs: 1000,
+  /** How long the slow-release fault delays each release of the faulty worker, from the fault on. */
+  slowMs: 700,
   /** The work inside the critical section (long enough that the lock is busy most of the time, as under load). */
   workMs: 15,
   /** The fault strikes at the faulty worker's first grant this long into the run. */
@@ -251,6 +251,7 @@ export async function runAll(redis: DemoRedis, opts: RunAllOptions): Promise<Run
         const lockPttl = Number(await transport.command(['PTTL', lockKey], lockKey));
         const result = analyze(events, { scheme, fault, workers: opts.workers, startAt, endAt, counter, lockPttl });
         results.push(result);
+        for (const f of result.failures) warn(`${scheme}/${fault}: worker ${f}`);
         opts.log(`  ${scheme.padEnd(9)} ${fault.padEnd(13)} ${verdict(result)}`);
         await deleteKeys(redis, prefix);
       }

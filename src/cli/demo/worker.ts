@@ -101,6 +101,7 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
         })
       : undefined;
   let faultDone = !order.faulty;
+  let slowLink = false;
   try {
     await sleep(order.startAt - epoch());
     while (epoch() < order.endAt) {
@@ -120,6 +121,8 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
           emit({ t, w, type: 'acquired' });
           inject = !faultDone && t >= order.startAt + order.faultAfterMs;
           if (inject) faultDone = true;
+          // a slow link stays slow: every later release of this worker is delayed too
+          if (inject && order.fault === 'slow-release') slowLink = true;
           if (inject && order.fault === 'crash') {
             // die like a power cut: no release, no cleanup, timers gone. The demo learns it from this line.
             send({ type: 'crashed', w, events: [...events, { t: epoch(), w, type: 'crashed' }] });
@@ -147,11 +150,14 @@ async function runOnce(w: string, order: RunOrder, transport: import('../../clie
         emit({ t: epoch(), w, type: 'written', ok });
       }
       emit({ t: epoch(), w, type: 'release-start' });
-      const outcome = await session.release(inject && order.fault === 'slow-release' ? order.slowMs : 0);
+      const outcome = await session.release(slowLink ? order.slowMs : 0);
       emit({ t: epoch(), w, type: 'released', outcome });
       // a moment outside the lock, so that the one who just released does not always win again
       await sleep(Math.random() * order.retryMs);
     }
+  } catch (error) {
+    // a worker that fails is reported, not silently dropped: its events so far still count
+    emit({ t: epoch(), w, type: 'failed', message: error instanceof Error ? error.message : String(error) });
   } finally {
     await holdfast?.close();
   }
