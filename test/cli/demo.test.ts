@@ -111,7 +111,7 @@ describe('demo schemes against a real Redis', () => {
     assert.ok(a);
     const released = a.release(300);
     await sleep(200); // the 150 ms lease has run out
-    const b = await acquire(scheme, context('b', keys));
+    const b = await acquire(scheme, context('b', keys, { leaseMs: 10_000 })); // b's lock outlives a's late release
     assert.ok(b);
     const outcome = await released;
     return { outcome, lockLeft: await redis.exists(keys.lock) };

@@ -8,7 +8,7 @@ import { rawCommand, RedisServer } from '../support/redis-server.js';
 
 const VIEW_KEYS = ['name', 'kind', 'held', 'owner', 'holdCount', 'token', 'remainingTtl', 'lastToken', 'waiters'].sort();
 
-describe('holdfast inspect / list / unlock (built CLI, real Redis)', () => {
+describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 60_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

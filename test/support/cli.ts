@@ -57,9 +57,14 @@ export function start(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): 
   return { child, done };
 }
 
-/** Runs `holdfast ...args` to the end. */
-export function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): Promise<CliResult> {
-  return start(args, env, cwd).done;
+/** Runs `holdfast ...args` to the end; kills it (and fails) if it runs longer than `timeoutMs`. */
+export async function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT, timeoutMs = 30_000): Promise<CliResult> {
+  const p = start(args, env, cwd);
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), timeoutMs);
+  const result = await p.done;
+  clearTimeout(timer);
+  if (result.signal === 'SIGKILL') throw new Error(`holdfast ${args.join(' ')} did not end within ${timeoutMs} ms; stderr: ${result.stderr}`);
+  return result;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
