@@ -3,6 +3,7 @@
 // declarations), then runs `holdfast demo` with any extra arguments, e.g. `npm run demo -- --only pause`.
 // The demo's worker processes start from the build: plain node starts several times faster than tsx.
 import { spawnSync } from 'node:child_process';
+import process from 'node:process';
 import { build } from 'tsup';
 
 await build({
