@@ -11,8 +11,8 @@ export const scripts = {
   "lock/force-unlock": {
     name: "lock/force-unlock",
     numKeys: 1,
-    sha: "7fae0c6f2d32999f0ced4c6d67fe26525bbc1419",
-    source: "--[[\n  Delete a lock whoever holds it, and wake its waiters.\n  KEYS[1] the lock hash\n  ARGV[1] channel to publish on\n  Returns 1 when a lock was deleted, 0 when there was none.\n]]\nif redis.call('del', KEYS[1]) == 1 then\n  redis.call('publish', ARGV[1], '0')\n  return 1\nend\nreturn 0\n",
+    sha: "11fa6fe450fc8b8ebff7f352c453a499f573f686",
+    source: "--[[\n  Delete a lock whoever holds it, and wake its waiters.\n  KEYS[1] the lock hash\n  ARGV[1] channel to publish on\n  Returns 1 when a lock was deleted, 0 when there was none.\n]]\nif redis.call('del', KEYS[1]) == 1 then\n  redis.call('publish', ARGV[1], 'a')\n  return 1\nend\nreturn 0\n",
   },
   "lock/inspect": {
     name: "lock/inspect",
@@ -23,8 +23,8 @@ export const scripts = {
   "lock/release": {
     name: "lock/release",
     numKeys: 2,
-    sha: "3150f70f19d57e91094c43dd10dfaa7d270aaf84",
-    source: "--[[\n  Release one hold (or every hold) of a reentrant lock, idempotently per request.\n  KEYS[1] the lock hash\n  KEYS[2] this request's release marker\n  ARGV[1] owner id\n  ARGV[2] channel to publish a release on\n  ARGV[3] marker TTL in ms\n  ARGV[4] '1' to release every hold of this owner at once, '0' for one\n  Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.\n  A retried request returns what its first run returned.\n]]\nlocal done = redis.call('get', KEYS[2])\nif done then\n  return tonumber(done)\nend\nif redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then\n  return -1\nend\nlocal left = 0\nif ARGV[4] ~= '1' then\n  left = redis.call('hincrby', KEYS[1], 'c', -1)\nend\nif left <= 0 then\n  left = 0\n  redis.call('del', KEYS[1])\n  redis.call('publish', ARGV[2], '0')\nend\nredis.call('set', KEYS[2], left, 'px', ARGV[3])\nreturn left\n",
+    sha: "dba2d7ff91b8e2874376eb271823bfdf71d5e8ed",
+    source: "--[[\n  Release one hold (or every hold) of a reentrant lock, idempotently per request.\n  KEYS[1] the lock hash\n  KEYS[2] this request's release marker\n  ARGV[1] owner id\n  ARGV[2] channel to publish a release on\n  ARGV[3] marker TTL in ms\n  ARGV[4] '1' to release every hold of this owner at once, '0' for one\n  Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.\n  A retried request returns what its first run returned.\n]]\nlocal done = redis.call('get', KEYS[2])\nif done then\n  return tonumber(done)\nend\nif redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then\n  return -1\nend\nlocal left = 0\nif ARGV[4] ~= '1' then\n  left = redis.call('hincrby', KEYS[1], 'c', -1)\nend\nif left <= 0 then\n  left = 0\n  redis.call('del', KEYS[1])\n  redis.call('publish', ARGV[2], '1')\nend\nredis.call('set', KEYS[2], left, 'px', ARGV[3])\nreturn left\n",
   },
   "lock/renew": {
     name: "lock/renew",
