@@ -5,6 +5,7 @@
  */
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
 export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
 export type { RedisTransport, RedisSubscriber, ScriptArgs } from './client.js';
 export { ioredisTransport, type IoredisLike } from './adapters/ioredis.js';
 export { nodeRedisTransport, type NodeRedisLike } from './adapters/node-redis.js';

@@ -14,6 +14,8 @@ export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: nu
 export interface WaitOptions<T> {
   name: string;
   channel: string;
+  /** Registers the listener under this tag (see `Notifier.listen`): for per-owner wake-ups on a shared channel. */
+  tag?: string;
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
@@ -42,7 +44,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       if (timeout === 0) return null;
       if (now() >= deadline) throw new AcquireTimeoutError(opts.name, timeout ?? 0);
       if (!listener) {
-        listener = await core.notifier.listen(opts.channel);
+        listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping
       }
       const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now());
