@@ -210,6 +210,11 @@ export class Notifier {
     }
   }
 
+  /** True when `channel` is subscribed (or being subscribed) here: `listen` will not need a new subscription. */
+  isSubscribed(channel: string): boolean {
+    return this.#channels.has(channel);
+  }
+
   /** Number of channels currently subscribed (for tests and inspection). */
   get channelCount(): number {
     return this.#channels.size;

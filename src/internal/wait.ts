@@ -16,6 +16,12 @@ export interface WaitOptions<T> {
   channel: string;
   /** Registers the listener under this tag (see `Notifier.listen`): for per-owner wake-ups on a shared channel. */
   tag?: string;
+  /**
+   * When this client is already subscribed to `channel` (others wait on it here), register before the first attempt
+   * instead of after it: the attempt's outcome cannot be missed, so the retry that follows a fresh subscription is
+   * not needed. For waits whose attempt leaves state in Redis that a later message refers to (the fair lock's queue).
+   */
+  listenFirst?: boolean;
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
@@ -32,6 +38,9 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
   let listener: Listener | undefined;
   let gaveUp = true;
   try {
+    if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
+      listener = await core.notifier.listen(opts.channel, opts.tag);
+    }
     for (;;) {
       signal?.throwIfAborted();
       core.assertOpen();

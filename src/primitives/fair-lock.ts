@@ -261,6 +261,7 @@ export class FairLock implements HoldSource {
         name: this.name,
         channel,
         tag: owner,
+        listenFirst: true,
         timeout,
         signal,
         attempt: async (budget) => {
