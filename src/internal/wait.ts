@@ -45,7 +45,9 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       signal?.throwIfAborted();
       core.assertOpen();
       const left = deadline - now();
-      const result = await opts.attempt(Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left))));
+      // a single attempt (timeout 0) gets the full command timeout, not the 0 ms its wait has left
+      const budget = timeout === 0 ? core.settings.commandTimeout : Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left)));
+      const result = await opts.attempt(budget);
       if (result.done) {
         gaveUp = false;
         return result.value;
