@@ -18,6 +18,8 @@ interface Channel {
   listeners: Listener[];
   subscribed: Promise<void>;
   idle: NodeJS.Timeout | undefined;
+  /** Monotonic time until which the last attempt made here expected the resource to stay busy (its retry hint). */
+  busyUntil: number;
 }
 
 /** One waiter's registration on a channel. */
@@ -161,7 +163,7 @@ export class Notifier {
     let channel = this.#channels.get(name);
     if (!channel) {
       const subscribed = this.#connect().then((sub) => sub.subscribe(name));
-      const created: Channel = { name, listeners: [], subscribed, idle: undefined };
+      const created: Channel = { name, listeners: [], subscribed, idle: undefined, busyUntil: 0 };
       channel = created;
       this.#channels.set(name, created);
       // A failed subscription is retried by the next listener.
@@ -213,6 +215,23 @@ export class Notifier {
   /** True when `channel` is subscribed (or being subscribed) here: `listen` will not need a new subscription. */
   isSubscribed(channel: string): boolean {
     return this.#channels.has(channel);
+  }
+
+  /** How many local waiters are registered on `channel`. */
+  waiting(channel: string): number {
+    return this.#channels.get(channel)?.listeners.length ?? 0;
+  }
+
+  /** Records an attempt's retry hint: the resource behind `channel` is expected to stay busy for `ms`. */
+  setBusyFor(channel: string, ms: number): void {
+    const c = this.#channels.get(channel);
+    if (c) c.busyUntil = performance.now() + ms;
+  }
+
+  /** ms the last recorded hint for `channel` has left (0 when none or run out). */
+  busyFor(channel: string): number {
+    const c = this.#channels.get(channel);
+    return c ? Math.max(0, c.busyUntil - performance.now()) : 0;
   }
 
   /** Number of channels currently subscribed (for tests and inspection). */

@@ -286,6 +286,7 @@ export class Lock implements HoldSource {
     return waitFor(core, {
       name: this.name,
       channel: core.keys.channel(this.name),
+      politeFirst: fresh,
       timeout,
       signal,
       attempt: async (budget) => {
