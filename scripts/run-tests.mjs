@@ -21,7 +21,7 @@ const flags = args.filter((a) => a.startsWith('-'));
 const targets = files.length > 0 ? files : walk('test');
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=3', '--test-timeout=120000', ...flags, ...targets],
+  ['--import', 'tsx', '--test', '--test-concurrency=3', '--test-timeout=400000', ...flags, ...targets],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -30,28 +30,36 @@ export function driftOf(leaseMs: number): number {
 }
 
 export class Lease {
-  readonly #controller = new AbortController();
+  // Created on first use of `signal`: most holds are released without anyone looking at it.
+  #controller: AbortController | undefined;
+  #lostWith: LockLostError | undefined;
   readonly #opts: LeaseOptions;
   #deadline: number;
-  #expiryTimer: NodeJS.Timeout | undefined;
-  #renewTimer: NodeJS.Timeout | undefined;
+  /** When the watchdog renews next (Infinity: no renewal due, or one in flight). */
+  #renewAt: number;
+  /** One timer per lease, due at the earlier of the next renewal and the deadline. */
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
   #stopped = false;
-  #renewing = false;
 
   constructor(opts: LeaseOptions) {
     this.#opts = opts;
     this.#deadline = opts.sentAt + opts.leaseMs - driftOf(opts.leaseMs);
-    this.#armExpiry();
-    this.#scheduleRenewal(opts.renewEveryMs);
+    this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
+    this.#arm();
   }
 
   /** Aborts with a {@link LockLostError} when the lease is lost. */
   get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lostWith) this.#controller.abort(this.#lostWith);
+    }
     return this.#controller.signal;
   }
   /** True once lost. */
   get lost(): boolean {
-    return this.#controller.signal.aborted;
+    return this.#lostWith !== undefined;
   }
   /** True once stopped (released) or lost. */
   get done(): boolean {
@@ -70,25 +78,23 @@ export class Lease {
   confirm(sentAt: number, leaseMs: number): void {
     if (this.#stopped) return;
     const deadline = sentAt + leaseMs - driftOf(leaseMs);
-    if (deadline > this.#deadline) {
-      this.#deadline = deadline;
-      this.#armExpiry();
-    }
+    if (deadline > this.#deadline) this.#deadline = deadline;
   }
 
-  /** Stops timers without aborting: the lease ended because it was released. */
+  /** Stops the timer without aborting: the lease ended because it was released. */
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#expiryTimer);
-    clearTimeout(this.#renewTimer);
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
-  /** Marks the lease lost: stops timers, aborts the signal, tells the owner once. */
+  /** Marks the lease lost: stops the timer, aborts the signal, tells the owner once. */
   lose(reason: LockLostReason, cause?: unknown): void {
     if (this.lost) return;
     this.stop();
     const error = new LockLostError(this.#opts.name, reason, cause === undefined ? undefined : { cause });
-    this.#controller.abort(error);
+    this.#lostWith = error;
+    this.#controller?.abort(error);
     try {
       this.#opts.onLost(error);
     } catch {
@@ -96,27 +102,31 @@ export class Lease {
     }
   }
 
-  #armExpiry(): void {
-    clearTimeout(this.#expiryTimer);
-    const left = this.#deadline - now();
-    this.#expiryTimer = setTimeout(() => {
-      if (this.#stopped) return;
-      if (now() >= this.#deadline) this.lose(this.#opts.renewEveryMs === undefined ? 'expired' : 'renewal-failed');
-      else this.#armExpiry();
-    }, Math.max(0, Math.ceil(left)));
-    this.#expiryTimer.unref();
+  /** (Re)arms the one timer for the earlier of the next renewal and the deadline. */
+  #arm(): void {
+    if (this.#stopped) return;
+    const at = Math.min(this.#renewAt, this.#deadline);
+    if (this.#timer && at >= this.#timerAt) return; // the armed timer comes first; #wake re-arms
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#wake(), Math.max(0, Math.ceil(at - now())));
+    this.#timer.unref();
   }
 
-  #scheduleRenewal(delay: number | undefined): void {
-    if (delay === undefined || this.#stopped) return;
-    clearTimeout(this.#renewTimer);
-    this.#renewTimer = setTimeout(() => void this.#renewNow(), delay);
-    this.#renewTimer.unref();
+  #wake(): void {
+    this.#timer = undefined;
+    if (this.#stopped) return;
+    const t = now();
+    if (t >= this.#deadline) {
+      this.lose(this.#opts.renewEveryMs === undefined ? 'expired' : 'renewal-failed');
+      return;
+    }
+    if (t >= this.#renewAt) void this.#renew();
+    this.#arm();
   }
 
-  async #renewNow(): Promise<void> {
-    if (this.#stopped || this.#renewing) return;
-    this.#renewing = true;
+  async #renew(): Promise<void> {
+    this.#renewAt = Infinity; // one renewal in flight at a time
     const sentAt = now();
     const every = this.#opts.renewEveryMs ?? this.#opts.leaseMs;
     try {
@@ -127,15 +137,17 @@ export class Lease {
         return;
       }
       this.confirm(sentAt, this.#opts.leaseMs);
-      this.#scheduleRenewal(every);
+      this.#renewAt = sentAt + every;
     } catch (error) {
       if (this.#stopped) return;
-      // Try again soon, while the lease lasts; the expiry timer fires if it never succeeds in time.
+      // Try again soon, while the lease lasts; the deadline fires if no renewal gets through in time.
       const left = this.#deadline - now();
-      if (left <= 0) this.lose('connection', error);
-      else this.#scheduleRenewal(Math.max(10, Math.min(every, Math.floor(left / 3))));
-    } finally {
-      this.#renewing = false;
+      if (left <= 0) {
+        this.lose('connection', error);
+        return;
+      }
+      this.#renewAt = now() + Math.max(10, Math.min(every, Math.floor(left / 3)));
     }
+    this.#arm();
   }
 }

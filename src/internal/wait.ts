@@ -33,7 +33,7 @@ export interface WaitOptions<T> {
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
-  /** One attempt; `budgetMs` bounds its Redis command. */
+  /** One attempt; `budgetMs` (the client's commandTimeout) bounds its Redis command. */
   attempt: (budgetMs: number) => Promise<Attempt<T>>;
   /** Called when the wait gives up (timeout, abort, error) after subscribing: e.g. leave a queue. */
   onGiveUp?: () => Promise<void>;
@@ -57,10 +57,8 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
     for (;;) {
       signal?.throwIfAborted();
       core.assertOpen();
-      const left = deadline - now();
-      // a single attempt (timeout 0) gets the full command timeout, not the 0 ms its wait has left
-      const budget = timeout === 0 ? core.settings.commandTimeout : Math.max(1, Math.min(core.settings.commandTimeout, Math.ceil(left)));
-      const result = await opts.attempt(budget);
+      // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
+      const result = await opts.attempt(core.settings.commandTimeout);
       if (result.done) {
         gaveUp = false;
         return result.value;

@@ -354,18 +354,14 @@ export class FairLock implements HoldSource {
     });
   }
 
-  #releaseArgs(owner: string, all: boolean): { keys: string[]; args: (string | number)[] } {
+  #releaseKeys(): string[] {
     const [lock, fence, queue, waiters, clients] = this.keys() as [string, string, string, string, string];
-    return {
-      keys: [lock, this.core.keys.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients],
-      args: [owner, this.core.settings.releaseMarkerTtl, all ? '1' : '0', this.timing.grantFloorMs],
-    };
+    return [lock, this.core.keys.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients];
   }
 
   /** @internal */
   releaseAll(owner: string): Promise<unknown> {
-    const { keys, args } = this.#releaseArgs(owner, true);
-    return this.core.run(scripts['fair-lock/release'], keys, args);
+    return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0']);
   }
 
   /** @internal */
@@ -376,14 +372,24 @@ export class FairLock implements HoldSource {
   /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */
   async releaseHold(hold: Hold): Promise<void> {
     const core = this.core;
-    const { keys, args } = this.#releaseArgs(hold.owner, false);
+    const keys = this.#releaseKeys();
+    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
     let left: number | undefined;
     for (let attempt = 1; ; attempt++) {
+      const retry = attempt > 1;
       try {
-        left = (await core.run(scripts['fair-lock/release'], keys, args)) as number;
+        left = (await core.run(scripts['fair-lock/release'], keys, [
+          hold.owner,
+          core.settings.releaseMarkerTtl,
+          '0',
+          this.timing.grantFloorMs,
+          retry ? '1' : '0',
+        ])) as number;
+        // A full release whose reply was lost leaves nothing to find: the lock is gone or handed on, as the first run left it.
+        if (retry && left < 0 && heldWhenSent) left = 0;
         break;
       } catch (error) {
-        if (!(error instanceof RedisConnectionError) || attempt >= 3 || hold.lease.lost) throw error;
+        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
         await new Promise((r) => setTimeout(r, 25 * attempt));
       }
     }

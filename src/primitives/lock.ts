@@ -355,6 +355,7 @@ export class Lock implements HoldSource {
       core.keys.channel(this.name),
       core.settings.releaseMarkerTtl,
       '1',
+      '0',
     ]);
   }
 
@@ -368,14 +369,17 @@ export class Lock implements HoldSource {
     const core = this.core;
     const requestId = core.requestId();
     const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, requestId)];
-    const args = [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0'];
+    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
     let left: number | undefined;
     for (let attempt = 1; ; attempt++) {
+      const retry = attempt > 1;
       try {
-        left = (await core.run(scripts['lock/release'], keys, args)) as number;
+        left = (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
+        // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it.
+        if (retry && left < 0 && heldWhenSent) left = 0;
         break;
       } catch (error) {
-        if (!(error instanceof RedisConnectionError) || attempt >= 3 || hold.lease.lost) throw error;
+        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
         await new Promise((r) => setTimeout(r, 25 * attempt));
       }
     }

@@ -1,29 +1,35 @@
 --[[
-  Release one hold (or every hold) of a reentrant lock, idempotently per request.
+  Release one hold (or every hold) of a reentrant lock, safely retryable.
   KEYS[1] the lock hash
-  KEYS[2] this request's release marker
+  KEYS[2] this request's release marker (written only when holds remain, read only on a retry)
   ARGV[1] owner id
   ARGV[2] channel to publish a release on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
-  Returns the holds left (0 = released and waiters told), or -1 when this owner does not hold the lock.
-  A retried request returns what its first run returned.
+  ARGV[5] '1' when this is a retry of a request whose reply was lost
+  Returns the holds left (0 = released and one waiter per process told), or -1 when this owner does not hold
+  the lock. A retry of a partial release returns what the first run returned; a retry of a full release finds
+  the lock gone (-1), which the client reads as "released" when it held the lock when it first sent it.
 ]]
-local done = redis.call('get', KEYS[2])
-if done then
-  return tonumber(done)
+if ARGV[5] == '1' then
+  local done = redis.call('get', KEYS[2])
+  if done then
+    return tonumber(done)
+  end
 end
-if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
+local v = redis.call('hmget', KEYS[1], 'o', 'c')
+if v[1] ~= ARGV[1] then
   return -1
 end
 local left = 0
 if ARGV[4] ~= '1' then
-  left = redis.call('hincrby', KEYS[1], 'c', -1)
+  left = tonumber(v[2]) - 1
 end
 if left <= 0 then
-  left = 0
   redis.call('del', KEYS[1])
   redis.call('publish', ARGV[2], '1')
+  return 0
 end
+redis.call('hset', KEYS[1], 'c', left)
 redis.call('set', KEYS[2], left, 'px', ARGV[3])
 return left
