@@ -1,5 +1,5 @@
 /**
- * src/lua/<primitive>/<op>-<numKeys>.lua → src/lua/scripts.gen.ts
+ * src/lua/<primitive>/<op>-<numKeys>.lua → src/lua/scripts.gen.ts (`<op>-n.lua`: any number of keys, numKeys -1)
  * Resolves `--- @include "name"` lines from src/lua/includes/, computes each script's SHA1 and key count.
  * `--check` fails when the generated file is out of date (run by `npm run build`).
  */
@@ -32,11 +32,11 @@ function resolveIncludes(source: string, seen: Set<string>): string {
 
 const entries = walk(root).map((path) => {
   const rel = relative(root, path).replace(/\\/g, '/');
-  const match = /^(.+)-(\d+)\.lua$/.exec(rel);
-  if (!match) throw new Error(`${rel}: name must be <op>-<numKeys>.lua`);
+  const match = /^(.+)-(\d+|n)\.lua$/.exec(rel);
+  if (!match) throw new Error(`${rel}: name must be <op>-<numKeys>.lua or <op>-n.lua`);
   const source = resolveIncludes(readFileSync(path, 'utf8'), new Set());
   const sha = createHash('sha1').update(source).digest('hex');
-  return { name: match[1] as string, numKeys: Number(match[2]), source, sha };
+  return { name: match[1] as string, numKeys: match[2] === 'n' ? -1 : Number(match[2]), source, sha };
 });
 
 const body = entries

@@ -19,7 +19,8 @@ export type HoldfastErrorCode =
   | 'REPLICATION_NOT_REACHED'
   | 'LOCK_BUSY'
   | 'STALE_TOKEN'
-  | 'SCRIPT_ERROR';
+  | 'SCRIPT_ERROR'
+  | 'LOAD_FAILED';
 
 /** Options every holdfast error accepts. */
 export interface HoldfastErrorOptions {
@@ -138,5 +139,31 @@ export class StaleTokenError extends HoldfastError {
 export class ScriptError extends HoldfastError {
   constructor(message: string, options?: HoldfastErrorOptions) {
     super('SCRIPT_ERROR', message, options);
+  }
+}
+
+/** What is known of a loader's error on another instance: enough to log or match on, not the object itself. */
+export interface RemoteErrorInfo {
+  /** The error's `name` (e.g. `"TypeError"`). */
+  name: string;
+  /** The error's `message`. */
+  message: string;
+  /** The error's `code`, when it had a string or number one. */
+  code?: string | number;
+}
+
+/**
+ * `getOrLoad` waited for another caller's load (in this or another process), and that load failed; or a failure
+ * cached with `errorTtl` was read. The loading caller itself gets its loader's own error. Code `LOAD_FAILED`.
+ */
+export class LoadFailedError extends HoldfastError {
+  /** The cache key. */
+  readonly key: string;
+  /** The loader's error as the loading instance saw it. */
+  readonly remote: RemoteErrorInfo;
+  constructor(key: string, remote: RemoteErrorInfo, options?: HoldfastErrorOptions) {
+    super('LOAD_FAILED', `loading "${key}" failed: ${remote.name}: ${remote.message}`, options);
+    this.key = key;
+    this.remote = remote;
   }
 }

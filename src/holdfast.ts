@@ -12,6 +12,9 @@ import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optBoolean } from './internal/validate.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
+import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
+import { Scheduler, type SchedulerOptions } from './recipes/scheduler.js';
+import { SegmentedStock, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 
 /** Options of {@link Holdfast}. */
 export interface HoldfastOptions {
@@ -131,6 +134,33 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** Shorthand for `holdfast.lock(name).withLock(fn, options)`. */
   withLock<T>(name: string, fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return this.lock(name).withLock(fn, options);
+  }
+
+  /**
+   * A scheduler whose cron jobs run once per tick across every instance (ShedLock semantics). `close()` stops it,
+   * aborting runs in progress through their signal.
+   */
+  scheduler(options?: SchedulerOptions): Scheduler {
+    this.core.assertOpen();
+    return new Scheduler(this.core, options);
+  }
+
+  /** A cache whose misses are loaded by one caller across the cluster while the others wait (cache-stampede guard). */
+  cacheLoader<T = unknown>(options?: CacheLoaderOptions<T>): CacheLoader<T> {
+    return new CacheLoader<T>(this.core, options);
+  }
+
+  #cache: CacheLoader | undefined;
+
+  /** Shorthand for `holdfast.cacheLoader().getOrLoad(key, loader, options)` (JSON codec; `options.ttl` required). */
+  getOrLoad<V>(key: string, loader: Loader<V>, options?: GetOrLoadOptions): Promise<V> {
+    this.#cache ??= new CacheLoader(this.core);
+    return this.#cache.getOrLoad(key, loader, options);
+  }
+
+  /** A stock (non-negative counter) split into segments, taken from atomically without oversell (cheap; no Redis call). */
+  segmentedStock(name: string, options?: SegmentedStockOptions): SegmentedStock {
+    return new SegmentedStock(this.core, name, options);
   }
 
   /** True once `close()` was called. */

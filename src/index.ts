@@ -20,8 +20,23 @@ export {
   UpgradeRefusedError,
   StaleTokenError,
   ScriptError,
+  LoadFailedError,
+  type RemoteErrorInfo,
   type HoldfastErrorCode,
   type HoldfastErrorOptions,
   type LockLostReason,
 } from './errors.js';
+export {
+  Scheduler,
+  ScheduledJob,
+  type SchedulerOptions,
+  type SchedulerEvents,
+  type JobOptions,
+  type JobContext,
+  type JobFunction,
+  type JobRunInfo,
+  type SkipReason,
+} from './recipes/scheduler.js';
+export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
+export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';

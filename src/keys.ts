@@ -15,6 +15,12 @@
  * | `holdfast:{orders:42}:fair:w`    | hash   | refreshed by waiters| fair lock: owner → its client's channel |
  * | `holdfast:{orders:42}:fair:p`    | hash   | refreshed by waiters| fair lock: client channel → alive-until (Redis ms) |
  * | `holdfast:{orders:42}:fair:ch:<client>` | channel | —         | fair lock hand-offs to that client |
+ * | `holdfast:{nightly}:job`         | hash   | lock + tick memory  | scheduler claim/finish  |
+ * | `holdfast:{user:7}:cv`           | string | the value's `ttl`   | getOrLoad fill          |
+ * | `holdfast:{user:7}:cl`           | hash   | the load lease      | getOrLoad claim         |
+ * | `holdfast:{user:7}:ce`           | hash   | the load lease      | getOrLoad failure       |
+ * | `holdfast:{user:7}:cc`           | channel| —                   | fill/failure publish    |
+ * | `holdfast:{sku:1}:seg:<i>`       | string | none (stock data)   | segmented stock         |
  *
  * @module
  */
@@ -62,6 +68,30 @@ export class Keys {
   /** The channel on which one client's fair-lock waiters of this name hear that the lock was handed to them. */
   fairChannel(name: string, clientId: string): string {
     return `${this.base(name)}:fair:ch:${clientId}`;
+  }
+  /** A scheduled job's record: last claimed tick, running owner, locked-until (Redis time). */
+  job(name: string): string {
+    return `${this.base(name)}:job`;
+  }
+  /** A cached value written by `getOrLoad`. */
+  cacheValue(key: string): string {
+    return `${this.base(key)}:cv`;
+  }
+  /** The lock of the one load in progress for a cache key. */
+  cacheLoad(key: string): string {
+    return `${this.base(key)}:cl`;
+  }
+  /** The last failed load of a cache key, for the waiters of that load only. */
+  cacheError(key: string): string {
+    return `${this.base(key)}:ce`;
+  }
+  /** Where a finished (or failed) load of a cache key is announced. */
+  cacheChannel(key: string): string {
+    return `${this.base(key)}:cc`;
+  }
+  /** Segment `index` of a segmented stock (all segments share the `{name}` tag: one slot, one script sees all). */
+  stockSegment(name: string, index: number): string {
+    return `${this.base(name)}:seg:${index}`;
   }
   /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
   nameOf(key: string): string | undefined {

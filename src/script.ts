@@ -11,6 +11,7 @@ import { RedisConnectionError, ScriptError } from './errors.js';
 /** One Lua script: its source, its SHA1 and how many of its arguments are keys. */
 export interface ScriptDef {
   readonly name: string;
+  /** How many keys the script takes; -1 for a variadic script (`<op>-n.lua`, e.g. one key per segment). */
   readonly numKeys: number;
   readonly sha: string;
   readonly source: string;
@@ -101,7 +102,7 @@ export async function runScript(
   args: ScriptArgs,
   timeoutMs: number,
 ): Promise<unknown> {
-  if (keys.length !== script.numKeys) throw new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`);
+  if (script.numKeys >= 0 && keys.length !== script.numKeys) throw new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`);
   const what = `script ${script.name}`;
   const started = performance.now();
   try {

@@ -2,6 +2,24 @@
 import type { ScriptDef } from '../script.js';
 
 export const scripts = {
+  "cache/claim": {
+    name: "cache/claim",
+    numKeys: 3,
+    sha: "19fee79e790f77c48f60550031acdd2eb2255599",
+    source: "--[[\n  getOrLoad: read the value, or become the one loader, or learn who is loading. Checks the value again in the same\n  step that takes the load lock, so nobody loads once a value is there.\n  KEYS[1] the cached value (a string: 'v' .. encoded value, or 'e' .. error JSON when errors are cached)\n  KEYS[2] the load lock hash {o = owner id of the load}\n  KEYS[3] the last failed load {i = its owner id, e = error JSON}\n  ARGV[1] owner id for a new load\n  ARGV[2] load lease in ms\n  ARGV[3] the load this caller saw in progress ('' if none): its failure is reported to this caller\n  Returns {2, value} on a hit; {4, errorJson} when the load this caller waited for failed;\n  {1} when this caller must load; {0, pttl, loadOwner} while another load runs.\n]]\nlocal v = redis.call('get', KEYS[1])\nif v then\n  return {2, v}\nend\nif ARGV[3] ~= '' then\n  local e = redis.call('hmget', KEYS[3], 'i', 'e')\n  if e[1] == ARGV[3] then\n    return {4, e[2]}\n  end\nend\nlocal o = redis.call('hget', KEYS[2], 'o')\nif o then\n  return {0, redis.call('pttl', KEYS[2]), o}\nend\nredis.call('hset', KEYS[2], 'o', ARGV[1])\nredis.call('pexpire', KEYS[2], ARGV[2])\nreturn {1}\n",
+  },
+  "cache/fail": {
+    name: "cache/fail",
+    numKeys: 3,
+    sha: "76a171cae71e052d1e91f0e741201db1a1c7b06d",
+    source: "--[[\n  getOrLoad: a load failed. End it, leave the error for the callers that waited for this load, and wake them.\n  KEYS[1] the cached value\n  KEYS[2] the load lock hash\n  KEYS[3] the last failed load hash\n  ARGV[1] owner id of the load\n  ARGV[2] error JSON\n  ARGV[3] how long waiters can still read the failure, in ms\n  ARGV[4] channel to publish on\n  ARGV[5] errorTtl in ms: cache the error as the value for that long; 0 = do not cache it\n  Returns 1.\n]]\nif redis.call('hget', KEYS[2], 'o') == ARGV[1] then\n  redis.call('del', KEYS[2])\nend\nredis.call('hset', KEYS[3], 'i', ARGV[1], 'e', ARGV[2])\nredis.call('pexpire', KEYS[3], ARGV[3])\nif tonumber(ARGV[5]) > 0 then\n  redis.call('set', KEYS[1], 'e' .. ARGV[2], 'px', ARGV[5], 'nx')\nend\nredis.call('publish', ARGV[4], 'a')\nreturn 1\n",
+  },
+  "cache/fill": {
+    name: "cache/fill",
+    numKeys: 2,
+    sha: "048f498680cc14c2f528b44e5bd76405802a9b2b",
+    source: "--[[\n  getOrLoad: store a loaded value, end the load and wake every waiter.\n  KEYS[1] the cached value\n  KEYS[2] the load lock hash\n  ARGV[1] owner id of the load\n  ARGV[2] 'v' .. encoded value\n  ARGV[3] ttl in ms\n  ARGV[4] channel to publish on\n  Returns 1 when the load lock was still ours, 0 when it had lapsed (the value is stored either way: it is fresh).\n]]\nredis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])\nlocal ours = 0\nif redis.call('hget', KEYS[2], 'o') == ARGV[1] then\n  redis.call('del', KEYS[2])\n  ours = 1\nend\nredis.call('publish', ARGV[4], 'a')\nreturn ours\n",
+  },
   "fair-lock/acquire": {
     name: "fair-lock/acquire",
     numKeys: 5,
@@ -67,5 +85,41 @@ export const scripts = {
     numKeys: 1,
     sha: "ce796f72a6e0a133e4819b79179a52dfb938ed51",
     source: "--[[\n  Extend the lease of a lock this owner holds. Never revives an expired lock: an expired hash is gone.\n  KEYS[1] the lock hash\n  ARGV[1] owner id\n  ARGV[2] new lease in ms\n  Returns 1 when extended, 0 when this owner no longer holds the lock.\n]]\nif redis.call('hget', KEYS[1], 'o') == ARGV[1] then\n  redis.call('pexpire', KEYS[1], ARGV[2])\n  return 1\nend\nreturn 0\n",
+  },
+  "scheduler/claim": {
+    name: "scheduler/claim",
+    numKeys: 1,
+    sha: "28e0e34f371053863d70dd2931b372726d768a6a",
+    source: "--[[\n  Claim one tick of a scheduled job (ShedLock semantics plus a per-tick record).\n  KEYS[1] the job hash {t = last claimed tick, o = running owner, s = started at, u = locked until (Redis ms)}\n  ARGV[1] the tick: its scheduled time in epoch ms (an identifier every instance computes alike, not a clock reading)\n  ARGV[2] owner id of this run\n  ARGV[3] lockAtMostFor in ms: the lock lapses then even if the run never finishes (a crashed instance)\n  ARGV[4] how long the hash is kept at least, in ms (tick memory)\n  Returns {1, lockAtMostFor} when claimed; {0, 0} when this tick (or a later one) was already claimed;\n  {0, ms} when an earlier run still holds the lock (or lockAtLeastFor has not passed) for ms more.\n]]\nlocal time = redis.call('time')\nlocal now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\nlocal tick = tonumber(ARGV[1])\nlocal atMost = tonumber(ARGV[3])\nlocal v = redis.call('hmget', KEYS[1], 't', 'u')\nlocal last = tonumber(v[1])\nif last and last >= tick then\n  return {0, 0}\nend\nlocal lockedUntil = tonumber(v[2])\nif lockedUntil and lockedUntil > now then\n  return {0, lockedUntil - now}\nend\nredis.call('hset', KEYS[1], 't', ARGV[1], 'o', ARGV[2], 's', now, 'u', now + atMost)\nredis.call('pexpire', KEYS[1], math.max(atMost, tonumber(ARGV[4])))\nreturn {1, atMost}\n",
+  },
+  "scheduler/finish": {
+    name: "scheduler/finish",
+    numKeys: 1,
+    sha: "73222fa7f39f110570c0d20d80b0cc262475fd51",
+    source: "--[[\n  End a run of a scheduled job: the lock stays until lockAtLeastFor after the run started, then lapses.\n  KEYS[1] the job hash\n  ARGV[1] owner id of the run\n  ARGV[2] lockAtLeastFor in ms\n  ARGV[3] how long the hash is kept at least, in ms (tick memory)\n  Returns 1 when this run still held the lock, 0 when it had lapsed (lockAtMostFor) or was taken.\n]]\nlocal time = redis.call('time')\nlocal now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)\nlocal v = redis.call('hmget', KEYS[1], 'o', 's')\nif v[1] ~= ARGV[1] then\n  return 0\nend\nlocal lockedUntil = math.max(now, tonumber(v[2]) + tonumber(ARGV[2]))\nredis.call('hset', KEYS[1], 'u', lockedUntil)\nredis.call('hdel', KEYS[1], 'o')\nredis.call('pexpire', KEYS[1], math.max(lockedUntil - now, tonumber(ARGV[3])))\nreturn 1\n",
+  },
+  "stock/add": {
+    name: "stock/add",
+    numKeys: -1,
+    sha: "afcc10c0ae26f1d5208678a85cd5c513ceee0c15",
+    source: "--[[\n  Add to (or set) a segmented stock, spread evenly: each segment gets n / N, the remainder one unit each from ARGV[3].\n  KEYS[1..N] every segment\n  ARGV[1] n >= 0\n  ARGV[2] 'set' to replace the stock with n, 'add' to add n\n  ARGV[3] where the remainder starts (1-based)\n  Returns the total after the change.\n]]\nlocal n = tonumber(ARGV[1])\nlocal count = #KEYS\nlocal each = math.floor(n / count)\nlocal rest = n - each * count\nlocal start = tonumber(ARGV[3]) - 1\nlocal total = 0\nfor k = 0, count - 1 do\n  local i = (start + k) % count + 1\n  local add = each\n  if k < rest then\n    add = add + 1\n  end\n  if ARGV[2] == 'set' then\n    redis.call('set', KEYS[i], add)\n    total = total + add\n  else\n    total = total + redis.call('incrby', KEYS[i], add)\n  end\nend\nreturn total\n",
+  },
+  "stock/available": {
+    name: "stock/available",
+    numKeys: -1,
+    sha: "bb91fc588c959784ee33fb027de230a5b860719b",
+    source: "--[[\n  Read a segmented stock in one step.\n  KEYS[1..N] every segment\n  Returns {total, segment 1, segment 2, ...}.\n]]\nlocal out = {0}\nfor i = 1, #KEYS do\n  local have = tonumber(redis.call('get', KEYS[i]) or '0')\n  out[1] = out[1] + have\n  out[i + 1] = have\nend\nreturn out\n",
+  },
+  "stock/take": {
+    name: "stock/take",
+    numKeys: 1,
+    sha: "de3340d3b0dac997c6e466b3dd5fbaee37c2dfb9",
+    source: "--[[\n  Take n units from one segment if it has them all.\n  KEYS[1] the segment (a string holding an integer; missing = 0)\n  ARGV[1] n > 0\n  Returns {1, left in this segment} when taken, {0, what the segment has} when it is short.\n]]\nlocal n = tonumber(ARGV[1])\nlocal have = tonumber(redis.call('get', KEYS[1]) or '0')\nif have >= n then\n  return {1, redis.call('decrby', KEYS[1], n)}\nend\nreturn {0, have}\n",
+  },
+  "stock/take-any": {
+    name: "stock/take-any",
+    numKeys: -1,
+    sha: "7b58b050225db00f3b05c9958bf1c3a49eb7e47c",
+    source: "--[[\n  Take n units from a segmented stock, seeing every segment at once (the fallback when the first segment was short):\n  from the first segment, in order from ARGV[2], that has n alone, else combined from several. Never oversells,\n  never refuses while the segments hold n in total.\n  KEYS[1..N] every segment\n  ARGV[1] n > 0\n  ARGV[2] where to start looking (1-based), chosen at random by the caller to spread the load\n  Returns {1, total left} when taken, {0, total} when the stock holds less than n.\n]]\nlocal n = tonumber(ARGV[1])\nlocal count = #KEYS\nlocal start = tonumber(ARGV[2]) - 1\nlocal have = {}\nlocal total = 0\nfor i = 1, count do\n  have[i] = tonumber(redis.call('get', KEYS[i]) or '0')\n  total = total + have[i]\nend\nif total < n then\n  return {0, total}\nend\nfor k = 0, count - 1 do\n  local i = (start + k) % count + 1\n  if have[i] >= n then\n    redis.call('decrby', KEYS[i], n)\n    return {1, total - n}\n  end\nend\nlocal left = n\nfor k = 0, count - 1 do\n  local i = (start + k) % count + 1\n  if have[i] > 0 then\n    local take = math.min(have[i], left)\n    redis.call('decrby', KEYS[i], take)\n    left = left - take\n    if left == 0 then\n      break\n    end\n  end\nend\nreturn {1, total - n}\n",
   },
 } as const satisfies Record<string, ScriptDef>;
