@@ -19,11 +19,11 @@
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
 local ch = ARGV[3]
-local now = nowMs()
 
-local current = redis.call('hget', KEYS[1], 'o')
+local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
+local current = v[1]
 if not current then
-  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, tonumber(ARGV[6]))
+  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], nowMs(), tonumber(ARGV[6]))
   if not current then
     local token = redis.call('incr', KEYS[2])
     redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
@@ -34,14 +34,18 @@ end
 if current == owner then
   local count = redis.call('hincrby', KEYS[1], 'c', 1)
   if count == 1 then
-    -- claiming a grant: from here on the caller's lease applies
-    redis.call('hdel', KEYS[1], 'ch')
+    -- claiming a grant: from here on the caller's lease applies (the stale 'ch' field is harmless: only a hold
+    -- count of 0 makes it mean anything)
     redis.call('pexpire', KEYS[1], lease)
   elseif redis.call('pttl', KEYS[1]) < lease then
     -- re-entry never shortens the lease an outer hold asked for
     redis.call('pexpire', KEYS[1], lease)
   end
-  return {1, tonumber(redis.call('hget', KEYS[1], 't')), count}
+  if not v[3] then
+    -- granted by advance() in this very call
+    v[3] = redis.call('hget', KEYS[1], 't')
+  end
+  return {1, tonumber(v[3]), count}
 end
 local queued = 0
 if ARGV[4] == '1' then
@@ -49,7 +53,7 @@ if ARGV[4] == '1' then
   if redis.call('hsetnx', KEYS[4], owner, ch) == 1 then
     redis.call('rpush', KEYS[3], owner)
   end
-  redis.call('hset', KEYS[5], ch, now + tonumber(ARGV[5]))
+  redis.call('hset', KEYS[5], ch, nowMs() + tonumber(ARGV[5]))
   local ttl = tonumber(ARGV[7])
   redis.call('pexpire', KEYS[3], ttl)
   redis.call('pexpire', KEYS[4], ttl)
