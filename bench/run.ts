@@ -464,7 +464,12 @@ async function main(): Promise<void> {
     for (const r of contended.filter((x) => x.subject === 'holdfast FairLock')) {
       check(`FairLock Jain (${r.contenders})`, f(r.jain, 3), '≥ 0.99', r.jain >= 0.99);
       const bound = (2 * r.contenders * 1000) / r.handoffsPerSec;
-      check(`FairLock max wait (${r.contenders}) ÷ 2·n·(hold + hand-off)`, `${ms(r.waitMax)} ms ÷ ${ms(bound)} ms = ${f(r.waitMax / bound, 2)}`, '≤ 1', r.waitMax <= bound);
+      check(
+        `FairLock max wait (${r.contenders}) ÷ 2·n·(hold + hand-off)`,
+        `${ms(r.waitMax)} ms ÷ ${ms(bound)} ms = ${f(r.waitMax / bound, 2)} (p99 ${f(r.waitP99 / bound, 2)})`,
+        '≤ 1',
+        r.waitMax <= bound,
+      );
     }
     const fair = scale.filter((r) => r.subject === 'holdfast FairLock');
     if (fair.length === 2) {

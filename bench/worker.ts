@@ -2,6 +2,7 @@
  * A benchmark worker process (forked by bench/run.ts): sets up one library, runs its share of the contenders in a
  * loop (acquire → hold → release) between two wall-clock instants, and sends back every acquisition.
  */
+import { setMaxListeners } from 'node:events';
 import { failures, subjects, type Setup } from './peers.js';
 
 export interface SetupMessage {
@@ -61,6 +62,7 @@ async function onGo(message: GoMessage): Promise<void> {
   const holds: number[] = [];
   const failuresBefore = failures.n;
   const controller = new AbortController();
+  setMaxListeners(0, controller.signal); // every waiting contender listens on it
   await sleep(Math.max(0, message.startAt - wall()));
   const stopTimer = setTimeout(() => controller.abort(), Math.max(0, message.endAt - wall()));
   let error: string | undefined;
