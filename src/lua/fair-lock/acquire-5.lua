@@ -12,7 +12,7 @@
   ARGV[5] alive time in ms: how long this client counts as alive without a heartbeat
   ARGV[6] least TTL of a grant in ms
   ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
-  Returns {1, token, holdCount} when acquired, re-entered or claimed; {0, pttl, queued (1/0)} otherwise.
+  Returns {1, token, holdCount} when acquired, re-entered or claimed; {0, -1, queued (1/0)} otherwise.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
 ]]
 --- @include "fair-advance"
@@ -59,4 +59,5 @@ if ARGV[4] == '1' then
   redis.call('pexpire', KEYS[4], ttl)
   redis.call('pexpire', KEYS[5], ttl)
 end
-return {0, redis.call('pttl', KEYS[1]), queued}
+-- no retry hint: a queued waiter sleeps until its hand-off message (or its client's heartbeat) wakes it
+return {0, -1, queued}
