@@ -235,7 +235,7 @@ void describe('FairLock across OS processes', () => {
     return p;
   };
   before(async () => {
-    for (let i = 0; i < 7; i++) pool.push(waiterProcess(adapters[i % 2]?.name ?? 'ioredis', server.url));
+    for (let i = 0; i < 9; i++) pool.push(waiterProcess(adapters[i % 2]?.name ?? 'ioredis', server.url));
     await Promise.all(pool.map((p) => p.ready));
   });
   after(() => {
@@ -317,6 +317,35 @@ void describe('FairLock across OS processes', () => {
       const took = (await survivor.acquired) - released;
       assert.ok(took < 300, `survivor waited ${took} ms after the release`);
       assert.equal(await survivor.exited, 0);
+    } finally {
+      await dispose();
+    }
+  });
+
+  void it('a waiter whose process was frozen past its alive time is skipped, and queues again when it resumes', async () => {
+    const waiterTimeout = 500;
+    const { holdfast, dispose } = await makeHoldfast(adapter, server.url);
+    try {
+      const prefix = holdfast.settings.prefix;
+      const lock = holdfast.fairLock('frozen', { waiterTimeout });
+      const held = await lock.acquire();
+      const [sleeper, other] = [take(), take()];
+      sleeper.go({ prefix, name: 'frozen', id: 'sleeper', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 1, 15_000, 'sleeper queued');
+      other.go({ prefix, name: 'frozen', id: 'other', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 2, 15_000, 'other queued');
+      sleeper.child.kill('SIGSTOP');
+      try {
+        await until(async () => (await lock.inspect()).waiters.length === 1, 3000, 'sleeper counted dead');
+        await held.release();
+        await other.acquired;
+      } finally {
+        sleeper.child.kill('SIGCONT');
+      }
+      // resumed: its heartbeat learns it was counted dead, its waiter queues again and gets the lock
+      await sleeper.acquired;
+      assert.deepEqual(await Promise.all([sleeper.exited, other.exited]), [0, 0]);
+      assert.deepEqual(await holdfast.core.command(['LRANGE', `${prefix}order`, '0', '-1']), ['other', 'sleeper']);
     } finally {
       await dispose();
     }
