@@ -2,6 +2,7 @@
 // Runs every test/**/*.test.ts with Node's test runner (tsx for TypeScript). Extra args pass through,
 // e.g. `node scripts/run-tests.mjs test/primitives/lock.test.ts`.
 import { spawnSync } from 'node:child_process';
+import process from 'node:process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -13,6 +13,7 @@ export type HoldfastErrorCode =
   | 'ACQUIRE_TIMEOUT'
   | 'LOCK_LOST'
   | 'REDIS_CONNECTION'
+  | 'ZOOKEEPER_CONNECTION'
   | 'CLIENT_CLOSED'
   | 'UPGRADE_REFUSED'
   | 'QUORUM_NOT_REACHED'
@@ -98,6 +99,16 @@ export class LockLostError extends HoldfastError {
 export class RedisConnectionError extends HoldfastError {
   constructor(message: string, options?: HoldfastErrorOptions) {
     super('REDIS_CONNECTION', message, options);
+  }
+}
+
+/**
+ * ZooKeeper could not be reached or did not answer in time, or the session a wait depended on was lost; also the
+ * `reason` of a ZooKeeper held lock's `suspendedSignal`. Code `ZOOKEEPER_CONNECTION`.
+ */
+export class ZooKeeperConnectionError extends HoldfastError {
+  constructor(message: string, options?: HoldfastErrorOptions) {
+    super('ZOOKEEPER_CONNECTION', message, options);
   }
 }
 

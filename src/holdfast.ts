@@ -15,6 +15,12 @@ import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js'
 import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
 import { Scheduler, type SchedulerOptions } from './recipes/scheduler.js';
 import { SegmentedStock, type SegmentedStockOptions } from './recipes/segmented-stock.js';
+import { CountDownLatch } from './primitives/count-down-latch.js';
+import { MultiLock, toLocks } from './primitives/multi-lock.js';
+import { PermitExpirableSemaphore } from './primitives/permit-expirable-semaphore.js';
+import { ReadWriteLock, type ReadWriteLockOptions } from './primitives/read-write-lock.js';
+import { Semaphore } from './primitives/semaphore.js';
+import { FencedKey } from './fencing/fenced-key.js';
 
 /** Options of {@link Holdfast}. */
 export interface HoldfastOptions {
@@ -161,6 +167,39 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** A stock (non-negative counter) split into segments, taken from atomically without oversell (cheap; no Redis call). */
   segmentedStock(name: string, options?: SegmentedStockOptions): SegmentedStock {
     return new SegmentedStock(this.core, name, options);
+  }
+
+  /** A handle on the read-write lock `name`: `.readLock()` / `.writeLock()` (cheap; no Redis call). */
+  readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
+    return new ReadWriteLock(this.core, checkName(name), options);
+  }
+
+  /** A handle on the counting semaphore `name` (cheap; no Redis call). */
+  semaphore(name: string): Semaphore {
+    return new Semaphore(this.core, checkName(name));
+  }
+
+  /** A handle on the semaphore `name` whose permits are leases with ids (cheap; no Redis call). */
+  permitExpirableSemaphore(name: string): PermitExpirableSemaphore {
+    return new PermitExpirableSemaphore(this.core, checkName(name));
+  }
+
+  /** A handle on the count-down latch `name` (cheap; no Redis call). */
+  countDownLatch(name: string): CountDownLatch {
+    return new CountDownLatch(this.core, checkName(name));
+  }
+
+  /**
+   * Several locks taken all-or-nothing in a deadlock-free order: lock names (locks of this client) or `Lock`
+   * objects (of any client).
+   */
+  multiLock(locks: readonly (string | Lock)[]): MultiLock {
+    return new MultiLock(toLocks(locks, (name) => new Lock(this.core, name)));
+  }
+
+  /** A Redis value guarded by fencing tokens: writes with a token older than the last accepted one are rejected. */
+  fencedKey(name: string): FencedKey {
+    return new FencedKey(this.core, checkName(name));
   }
 
   /** True once `close()` was called. */

@@ -6,6 +6,24 @@
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
 export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
 export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
+export {
+  ReadWriteLock,
+  ReadLock,
+  WriteLock,
+  HeldReadLock,
+  HeldWriteLock,
+  type ReadWriteLockOptions,
+  type ReadWriteLockInfo,
+  type ReadLockScope,
+  type WriteLockScope,
+} from './primitives/read-write-lock.js';
+export { HeldOwned } from './primitives/owned-lock.js';
+export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions } from './primitives/semaphore.js';
+export { PermitExpirableSemaphore, Permit, type PermitAcquireOptions, type PermitSemaphoreInfo } from './primitives/permit-expirable-semaphore.js';
+export { CountDownLatch, type LatchSetOptions, type LatchAwaitOptions } from './primitives/count-down-latch.js';
+export { MultiLock, HeldMultiLock, MAX_MULTI_LOCKS, type MultiLockScope } from './primitives/multi-lock.js';
+export { FencedKey, type FencedSetOptions, type FencedValue } from './fencing/fenced-key.js';
+export { fencedUpdate, fencedUpdateSql, quoteIdent, type SqlQuery, type FencedUpdateOptions } from './fencing/sql.js';
 export type { RedisTransport, RedisSubscriber, ScriptArgs } from './client.js';
 export { ioredisTransport, type IoredisLike } from './adapters/ioredis.js';
 export { nodeRedisTransport, type NodeRedisLike } from './adapters/node-redis.js';

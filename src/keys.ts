@@ -21,6 +21,17 @@
  * | `holdfast:{user:7}:ce`           | hash   | the load lease      | getOrLoad failure       |
  * | `holdfast:{user:7}:cc`           | channel| —                   | fill/failure publish    |
  * | `holdfast:{sku:1}:seg:<i>`       | string | none (stock data)   | segmented stock         |
+ * | `holdfast:{orders:42}:rw:w`      | hash   | the writer's lease  | read-write lock: writer |
+ * | `holdfast:{orders:42}:rw:r`      | zset   | last reader's lease | readers (owner → expiry)|
+ * | `holdfast:{orders:42}:rw:rc`     | hash   | as `rw:r`           | readers' hold counts    |
+ * | `holdfast:{orders:42}:rw:ww`     | zset   | last intent         | waiting writers' intents|
+ * | `holdfast:{orders:42}:rw:ch`     | channel| —                   | read-write lock wakes   |
+ * | `holdfast:{orders:42}:sem`       | string | none                | semaphore permits       |
+ * | `holdfast:{orders:42}:psem`      | string | none                | expirable permits free  |
+ * | `holdfast:{orders:42}:psem:l`    | zset   | last lease          | permit id → expiry      |
+ * | `holdfast:{orders:42}:psem:n`    | hash   | as `psem:l`         | permit id → permits     |
+ * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
+ * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
  *
  * @module
  */
@@ -92,6 +103,63 @@ export class Keys {
   /** Segment `index` of a segmented stock (all segments share the `{name}` tag: one slot, one script sees all). */
   stockSegment(name: string, index: number): string {
     return `${this.base(name)}:seg:${index}`;
+  }
+
+  /** Read-write lock: the writer's hash `{o, c, t}` (same layout as the lock's). */
+  rwWriter(name: string): string {
+    return `${this.base(name)}:rw:w`;
+  }
+  /** Read-write lock: readers, a zset of owner → lease expiry (Redis time, ms). */
+  rwReaders(name: string): string {
+    return `${this.base(name)}:rw:r`;
+  }
+  /** Read-write lock: readers' hold counts, owner → count. */
+  rwReadCounts(name: string): string {
+    return `${this.base(name)}:rw:rc`;
+  }
+  /** Read-write lock: waiting writers' intents, owner → expiry; while one lives, new readers wait. */
+  rwIntents(name: string): string {
+    return `${this.base(name)}:rw:ww`;
+  }
+  /** Read-write lock: the channel its releases publish on. */
+  rwChannel(name: string): string {
+    return `${this.base(name)}:rw:ch`;
+  }
+  /** Counting semaphore: the number of free permits. */
+  semaphore(name: string): string {
+    return `${this.base(name)}:sem`;
+  }
+  /** Counting semaphore: the channel releases publish on. */
+  semaphoreChannel(name: string): string {
+    return `${this.base(name)}:sem:ch`;
+  }
+  /** Permit-expirable semaphore: the number of free permits. */
+  permits(name: string): string {
+    return `${this.base(name)}:psem`;
+  }
+  /** Permit-expirable semaphore: permit id → lease expiry (Redis time, ms). */
+  permitLeases(name: string): string {
+    return `${this.base(name)}:psem:l`;
+  }
+  /** Permit-expirable semaphore: permit id → number of permits it holds. */
+  permitWeights(name: string): string {
+    return `${this.base(name)}:psem:n`;
+  }
+  /** Permit-expirable semaphore: the channel releases and reclaims publish on. */
+  permitsChannel(name: string): string {
+    return `${this.base(name)}:psem:ch`;
+  }
+  /** Count-down latch: the count. */
+  latch(name: string): string {
+    return `${this.base(name)}:latch`;
+  }
+  /** Count-down latch: the channel the last count-down publishes on. */
+  latchChannel(name: string): string {
+    return `${this.base(name)}:latch:ch`;
+  }
+  /** Fenced resource: a hash `{v = value, t = last accepted token}`. */
+  fenced(name: string): string {
+    return `${this.base(name)}:fenced`;
   }
   /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
   nameOf(key: string): string | undefined {

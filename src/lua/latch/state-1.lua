@@ -1,0 +1,7 @@
+--[[
+  Read a latch.
+  KEYS[1] the latch count
+  Returns {count (0 when absent), pttl (-1 no TTL, -2 absent)}.
+]]
+local count = tonumber(redis.call('get', KEYS[1]) or '0')
+return {count, redis.call('pttl', KEYS[1])}

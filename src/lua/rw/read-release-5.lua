@@ -1,0 +1,40 @@
+--[[
+  Release one hold (or every hold) of a read lock, idempotently per request.
+  KEYS[1] readers zset
+  KEYS[2] readers' hold counts hash
+  KEYS[3] waiting writers' intents zset
+  KEYS[4] this request's release marker
+  KEYS[5] the writer hash (to tell whether the lock is now free)
+  ARGV[1] owner id
+  ARGV[2] channel to publish on
+  ARGV[3] marker TTL in ms
+  ARGV[4] '1' to release every read hold of this owner, '0' for one
+  Returns the read holds left (0 = this owner's read lock is released), or -1 when this owner holds no read lock.
+]]
+--- @include "rw-purge"
+local done = redis.call('get', KEYS[4])
+if done then
+  return tonumber(done)
+end
+local now = redis_now()
+rw_purge(KEYS[1], KEYS[2], KEYS[3], now)
+local owner = ARGV[1]
+if not redis.call('zscore', KEYS[1], owner) then
+  return -1
+end
+local left = 0
+if ARGV[4] ~= '1' then
+  left = redis.call('hincrby', KEYS[2], owner, -1)
+end
+if left <= 0 then
+  left = 0
+  redis.call('hdel', KEYS[2], owner)
+  redis.call('zrem', KEYS[1], owner)
+  expire_to_last(KEYS[1], now, KEYS[2])
+  -- the last reader left: a waiting writer may go now
+  if redis.call('zcard', KEYS[1]) == 0 and redis.call('exists', KEYS[5]) == 0 then
+    redis.call('publish', ARGV[2], 'a')
+  end
+end
+redis.call('set', KEYS[4], left, 'px', ARGV[3])
+return left

@@ -1,0 +1,274 @@
+/**
+ * The read-write lock (C7): many readers or one writer.
+ *
+ * - Reentrant both ways, per owner (an async call chain inside `withLock`, or an explicit `owner` id).
+ * - Downgrade: the owner of the write lock may take the read lock, then release the write lock.
+ * - Upgrade refused: an owner holding the read lock that asks for the write lock gets `UpgradeRefusedError` at
+ *   once (two readers upgrading would wait on each other forever).
+ * - Writers are not starved: a waiting writer leaves an *intent* in Redis; while one lives, new readers wait
+ *   (readers that already hold the read lock may re-enter). The intent is refreshed while the writer waits and
+ *   expires `writerIntent` ms after a waiting writer crashes.
+ * - Each reader has its own lease (a zset of owner → expiry in Redis time), so a crashed reader frees its share
+ *   after its lease; the watchdog renews leases of live holders.
+ * - The write lock mints a fencing token from the name's counter (shared with `holdfast.lock(name)`).
+ *
+ * The read-write lock's keys are its own: `holdfast.lock(name)` and `holdfast.readWriteLock(name)` are two
+ * different locks that share only the fencing counter.
+ *
+ * @module
+ */
+import type { Core } from '../core.js';
+import { LockNotHeldError, UpgradeRefusedError } from '../errors.js';
+import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
+import { scripts } from '../lua/scripts.gen.js';
+import { HeldOwned, OwnedLock, type OwnedAttempt, type OwnedHold } from './owned-lock.js';
+import type { AcquireOptions } from './lock.js';
+
+/** Options of `holdfast.readWriteLock(name, options)`. */
+export interface ReadWriteLockOptions {
+  /**
+   * How long a waiting writer's intent lives in Redis, in ms. While it lives, new readers wait; a waiting writer
+   * refreshes it every third of this; if the writer dies, new readers are held back at most this long.
+   * @default 5000
+   */
+  writerIntent?: number;
+}
+
+const RW_OPTION_KEYS = ['writerIntent'] as const;
+
+/** A point-in-time view of a read-write lock in Redis. */
+export interface ReadWriteLockInfo {
+  /** The lock's name. */
+  name: string;
+  /** The owner id of the writer, or `null`. */
+  writer: string | null;
+  /** The writer's hold count (0 when no writer). */
+  writeHoldCount: number;
+  /** The writer's fencing token (0 when no writer). */
+  token: number;
+  /** ms until the writer's lease runs out, or `null` when no writer. */
+  remainingTtl: number | null;
+  /** How many owners hold the read lock. */
+  readers: number;
+  /** How many writers are waiting (live intents). */
+  waitingWriters: number;
+  /** The last fencing token minted for this name. */
+  lastToken: number;
+}
+
+/** One acquisition of the read lock. */
+export class HeldReadLock extends HeldOwned {}
+
+/** One acquisition of the write lock, with its fencing token. */
+export class HeldWriteLock extends HeldOwned {
+  /** The fencing token: strictly greater than every token minted before for this name. */
+  get token(): number {
+    return this.hold.token;
+  }
+
+  /**
+   * Downgrade: takes the read lock under this owner, then releases this write hold. No other writer can get in
+   * between. Returns the read hold.
+   * @throws {LockNotHeldError} when the write lock was lost
+   */
+  async downgrade(options?: Omit<AcquireOptions, 'owner'>): Promise<HeldReadLock> {
+    const opts = checkOptions<AcquireOptions>(options);
+    if ('owner' in opts) throw new TypeError('options.owner is not accepted by downgrade(): the write lock owner is used');
+    const rw = (this.hold.lock as WriteLock).rw;
+    // The owner holds the write lock, so the read lock is granted at once unless the write lock was lost.
+    const read = await rw.readLock().tryAcquire({ ...opts, owner: this.owner });
+    if (!read) throw new LockNotHeldError(this.name, `write lock "${this.name}" was no longer held when downgrading`);
+    await this.release();
+    return read;
+  }
+}
+
+/** What `withLock` hands the callback of a read lock. */
+export interface ReadLockScope {
+  /** Aborts with a `LockLostError` if the read lock is lost while `fn` runs. */
+  signal: AbortSignal;
+  /** The held read lock. */
+  lock: HeldReadLock;
+}
+
+/** What `withLock` hands the callback of a write lock. */
+export interface WriteLockScope {
+  /** Aborts with a `LockLostError` if the write lock is lost while `fn` runs. */
+  signal: AbortSignal;
+  /** The fencing token of this hold. */
+  token: number;
+  /** The held write lock. */
+  lock: HeldWriteLock;
+}
+
+/** The read side of a {@link ReadWriteLock}. Same API as `Lock`. */
+export class ReadLock extends OwnedLock<HeldReadLock> {
+  /** @internal */
+  constructor(readonly rw: ReadWriteLock) {
+    super(rw.core, rw.name);
+  }
+  protected get contextKey(): string {
+    return this.rw.contextKey;
+  }
+  protected get channel(): string {
+    return this.core.keys.rwChannel(this.name);
+  }
+  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<OwnedAttempt> {
+    const k = this.core.keys;
+    const reply = (await this.core.run(
+      scripts['rw/read-acquire'],
+      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)],
+      [owner, leaseMs],
+      budgetMs,
+    )) as number[];
+    if (reply[0] === 1) return { acquired: true, token: 0, holdCount: reply[1] ?? 1 };
+    const pttl = reply[1] ?? -2;
+    return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl };
+  }
+  /** @internal */
+  async renewOnce(owner: string, leaseMs: number): Promise<boolean> {
+    const k = this.core.keys;
+    const keys = [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)];
+    return (await this.core.run(scripts['rw/read-renew'], keys, [owner, leaseMs])) === 1;
+  }
+  /** @internal */
+  async releaseOnce(owner: string, requestId: string, all: boolean): Promise<number> {
+    const k = this.core.keys;
+    const keys = [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.releaseMarker(this.name, requestId), k.rwWriter(this.name)];
+    return (await this.core.run(scripts['rw/read-release'], keys, [owner, k.rwChannel(this.name), this.core.settings.releaseMarkerTtl, all ? '1' : '0'])) as number;
+  }
+  protected wrap(hold: OwnedHold, holdCount: number): HeldReadLock {
+    return new HeldReadLock(hold, holdCount);
+  }
+
+  /** Runs `fn` under the read lock; see {@link OwnedLock.withLock}. */
+  override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return super.withLock(fn, options);
+  }
+}
+
+/** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
+export class WriteLock extends OwnedLock<HeldWriteLock> {
+  /** @internal */
+  constructor(readonly rw: ReadWriteLock) {
+    super(rw.core, rw.name);
+  }
+  protected get contextKey(): string {
+    return this.rw.contextKey;
+  }
+  protected get channel(): string {
+    return this.core.keys.rwChannel(this.name);
+  }
+  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<OwnedAttempt> {
+    const k = this.core.keys;
+    const intent = this.rw.writerIntent;
+    const reply = (await this.core.run(
+      scripts['rw/write-acquire'],
+      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
+      [owner, leaseMs, waiting ? intent : 0],
+      budgetMs,
+    )) as number[];
+    if (reply[0] === 1) return { acquired: true, token: reply[1] ?? 0, holdCount: reply[2] ?? 1 };
+    if (reply[0] === -1) throw new UpgradeRefusedError(this.name);
+    const pttl = reply[1] ?? -2;
+    // Come back before the intent lapses, so new readers keep waiting behind this writer.
+    const refresh = Math.max(1, Math.floor(intent / 3));
+    return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl < 0 ? refresh : Math.min(pttl, refresh) };
+  }
+  /** @internal */
+  async renewOnce(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['lock/renew'], [this.core.keys.rwWriter(this.name)], [owner, leaseMs])) === 1;
+  }
+  /** @internal */
+  async releaseOnce(owner: string, requestId: string, all: boolean): Promise<number> {
+    const k = this.core.keys;
+    return (await this.core.run(scripts['rw/write-release'], [k.rwWriter(this.name), k.releaseMarker(this.name, requestId)], [
+      owner,
+      k.rwChannel(this.name),
+      this.core.settings.releaseMarkerTtl,
+      all ? '1' : '0',
+    ])) as number;
+  }
+  protected override async giveUp(owner: string): Promise<void> {
+    const k = this.core.keys;
+    await this.core.run(scripts['rw/withdraw'], [k.rwIntents(this.name)], [owner, k.rwChannel(this.name)]);
+  }
+  protected wrap(hold: OwnedHold, holdCount: number): HeldWriteLock {
+    return new HeldWriteLock(hold, holdCount);
+  }
+
+  /** Runs `fn` under the write lock; see {@link OwnedLock.withLock}. */
+  override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
+  }
+}
+
+/**
+ * A distributed read-write lock, from `holdfast.readWriteLock(name)`. A cheap handle: `readLock()` and
+ * `writeLock()` return handles with the same API as `Lock` (`acquire`, `tryAcquire`, `withLock`).
+ *
+ * @example
+ * ```ts
+ * const rw = holdfast.readWriteLock('catalog');
+ * const price = await rw.readLock().withLock(() => readPrice());
+ * await using w = await rw.writeLock().acquire({ timeout: 5000 });
+ * await writePrice({ fence: w.token });
+ * ```
+ */
+export class ReadWriteLock {
+  /** @internal */
+  readonly writerIntent: number;
+  readonly #read: ReadLock;
+  readonly #write: WriteLock;
+
+  /** @internal */
+  constructor(
+    readonly core: Core,
+    /** The lock's name. */
+    readonly name: string,
+    options?: ReadWriteLockOptions,
+  ) {
+    const opts = checkOptions<ReadWriteLockOptions>(options);
+    checkKnownKeys(opts, RW_OPTION_KEYS);
+    this.writerIntent = optDuration(opts.writerIntent, 'options.writerIntent', 30) ?? 5000;
+    this.#read = new ReadLock(this);
+    this.#write = new WriteLock(this);
+  }
+
+  /** @internal The async-context key shared by both sides (so a read inside a write is a downgrade). */
+  get contextKey(): string {
+    return this.core.keys.rwWriter(this.name);
+  }
+
+  /** The read side: shared with other readers, excluded by a writer. */
+  readLock(): ReadLock {
+    return this.#read;
+  }
+
+  /** The write side: exclusive. */
+  writeLock(): WriteLock {
+    return this.#write;
+  }
+
+  /** Reads writer, readers and waiting writers in one step. */
+  async inspect(): Promise<ReadWriteLockInfo> {
+    this.core.assertOpen();
+    const k = this.core.keys;
+    const reply = (await this.core.run(
+      scripts['rw/inspect'],
+      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
+      [],
+    )) as [string | null, number, number, number, number, number, number];
+    const [writer, count, token, pttl, readers, waitingWriters, lastToken] = reply;
+    return {
+      name: this.name,
+      writer: writer ?? null,
+      writeHoldCount: count,
+      token,
+      remainingTtl: writer ? pttl : null,
+      readers,
+      waitingWriters,
+      lastToken,
+    };
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The counting semaphore (C8): a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
+ * gives n back and wakes waiters over pub/sub.
+ *
+ * Permits have no owner and no lease (as in Redisson): any caller may release, and permits taken by a process
+ * that dies are gone until someone adds them back. When that matters, use the {@link PermitExpirableSemaphore}.
+ *
+ * @module
+ */
+import type { Closable, Core } from '../core.js';
+import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { waitFor } from '../internal/wait.js';
+import { scripts } from '../lua/scripts.gen.js';
+
+/** Most permits one call may take, give or set: keeps every count a safe integer in Redis and in JS. */
+export const MAX_PERMITS = 2 ** 40;
+
+/** Without a lease to bound a wait, a waiter checks again at least this often (in case a wake-up was lost). */
+export const SEMAPHORE_RECHECK_MS = 10_000;
+
+/** Options of {@link Semaphore.acquire}. */
+export interface SemaphoreAcquireOptions {
+  /**
+   * How long to wait for the permits, in ms. `0` makes a single attempt.
+   * @default no limit for `acquire()`; `0` for `tryAcquire()`
+   */
+  timeout?: number;
+  /** Aborts the wait: the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+const ACQUIRE_KEYS = ['timeout', 'signal'] as const;
+
+/**
+ * Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing.
+ * `holdfast.close()` releases the ones still held.
+ */
+export class SemaphorePermits implements AsyncDisposable, Closable {
+  #released: Promise<void> | undefined;
+
+  /** @internal */
+  constructor(
+    readonly semaphore: Semaphore,
+    /** How many permits this holds. */
+    readonly permits: number,
+  ) {}
+
+  /** True once released. */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /** Gives the permits back. Idempotent. */
+  release(): Promise<void> {
+    this.semaphore.core.holds.delete(this);
+    this.#released ??= this.semaphore.release(this.permits).then(() => undefined);
+    return this.#released;
+  }
+
+  /** @internal */
+  async closeHold(): Promise<void> {
+    if (this.#released) return;
+    this.#released = Promise.resolve();
+    await this.semaphore.core.run(scripts['sem/release'], [this.semaphore.core.keys.semaphore(this.semaphore.name)], [
+      this.permits,
+      this.semaphore.core.keys.semaphoreChannel(this.semaphore.name),
+    ]);
+  }
+
+  /** Releases (same as `release()`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}
+
+/** @internal */
+export function checkPermits(value: unknown, what = 'permits'): number {
+  return checkInt(value, what, 1, MAX_PERMITS);
+}
+
+/** @internal A non-zero permit delta (negative removes permits). */
+export function checkPermitDelta(value: unknown, what = 'permits'): number {
+  const n = checkInt(value, what, -MAX_PERMITS, MAX_PERMITS);
+  if (n === 0) throw new RangeError(`${what} must not be 0`);
+  return n;
+}
+
+/**
+ * A distributed counting semaphore, from `holdfast.semaphore(name)`. Set its permits once with `trySetPermits`
+ * (a semaphore that was never set has 0 permits).
+ *
+ * @example
+ * ```ts
+ * const sem = holdfast.semaphore('pdf-renderers');
+ * await sem.trySetPermits(3);
+ * await using permit = await sem.acquire(1, { timeout: 10_000 });
+ * await render();
+ * ```
+ */
+export class Semaphore {
+  /** @internal */
+  constructor(
+    readonly core: Core,
+    /** The semaphore's name. */
+    readonly name: string,
+  ) {}
+
+  get #key(): string {
+    return this.core.keys.semaphore(this.name);
+  }
+  get #channel(): string {
+    return this.core.keys.semaphoreChannel(this.name);
+  }
+
+  /** Sets the number of permits if the semaphore does not exist yet. @returns true when set */
+  async trySetPermits(permits: number): Promise<boolean> {
+    const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
+    this.core.assertOpen();
+    return (await this.core.run(scripts['sem/try-set'], [this.#key], [n, this.#channel])) === 1;
+  }
+
+  /**
+   * Waits until `permits` are free and takes them.
+   * @param permits how many @default 1
+   * @throws {AcquireTimeoutError} when `timeout` passes first
+   * @throws the signal's reason when `signal` aborts
+   */
+  async acquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits> {
+    const taken = await this.#acquire(permits, options, undefined);
+    if (!taken) throw new Error('internal: acquire returned nothing');
+    return taken;
+  }
+
+  /**
+   * One attempt (or a wait of at most `timeout` ms): the permits, or `null` when not enough are free.
+   * @param permits how many @default 1
+   */
+  tryAcquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
+    return this.#acquire(permits, options, 0);
+  }
+
+  /** Runs `fn` holding `permits` permits and gives them back afterwards, also when `fn` throws. */
+  async withPermits<T>(fn: () => Promise<T> | T, permits = 1, options?: SemaphoreAcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    await using _held = await this.acquire(permits, options);
+    return await fn();
+  }
+
+  /**
+   * Gives `permits` back (any caller may) and wakes waiters.
+   * @param permits how many @default 1
+   * @returns the free permits after the release
+   */
+  async release(permits = 1): Promise<number> {
+    const n = checkPermits(permits);
+    this.core.assertOpen();
+    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel])) as number;
+  }
+
+  /** Adds permits (a negative number removes them; the count may go below zero). @returns the free permits after */
+  async addPermits(permits: number): Promise<number> {
+    const n = checkPermitDelta(permits);
+    this.core.assertOpen();
+    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel])) as number;
+  }
+
+  /** The number of free permits now. */
+  async availablePermits(): Promise<number> {
+    this.core.assertOpen();
+    const v = await this.core.command(['GET', this.#key], this.#key);
+    return v === null || v === undefined ? 0 : Number(v);
+  }
+
+  /** Takes every free permit. @returns how many were taken */
+  async drainPermits(): Promise<number> {
+    this.core.assertOpen();
+    return (await this.core.run(scripts['sem/drain'], [this.#key], [])) as number;
+  }
+
+  /** Deletes the semaphore (its permits are gone; waiters keep waiting until it is set again). @returns true if it existed */
+  async delete(): Promise<boolean> {
+    this.core.assertOpen();
+    return Number(await this.core.command(['DEL', this.#key], this.#key)) === 1;
+  }
+
+  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, defaultTimeout: number | undefined): Promise<SemaphorePermits | null> {
+    const n = checkPermits(permits);
+    const opts = checkOptions<SemaphoreAcquireOptions>(options);
+    checkKnownKeys(opts, ACQUIRE_KEYS);
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const signal = optSignal(opts.signal, 'options.signal');
+    this.core.assertOpen();
+    return waitFor(this.core, {
+      name: this.name,
+      channel: this.#channel,
+      timeout,
+      signal,
+      attempt: async (budget) => {
+        const reply = (await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget)) as number[];
+        if (reply[0] === 1) {
+          const taken = new SemaphorePermits(this, n);
+          this.core.holds.add(taken);
+          return { done: true, value: taken };
+        }
+        return { done: false, retryInMs: SEMAPHORE_RECHECK_MS };
+      },
+    });
+  }
+}

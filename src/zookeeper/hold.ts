@@ -1,0 +1,218 @@
+/**
+ * A hold of a ZooKeeper queue node (lock, read/write lock or permit) and the held object users get.
+ *
+ * @module
+ */
+import type { Closable } from '../core.js';
+import { LockLostError, LockNotHeldError, type LockLostReason, ZooKeeperConnectionError } from '../errors.js';
+import { ZK, zkCode, type SessionLossReason } from './session.js';
+import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
+
+/** The state of a held ZooKeeper lock. */
+export type ZkHoldState = 'held' | 'suspended' | 'lost' | 'released';
+
+/** @internal One owner's hold of one queue node, shared by its reentrant acquisitions. */
+export class ZkHold implements Closable {
+  holds = 0;
+  readonly #lost = new AbortController();
+  readonly #suspended = new AbortController();
+  #isSuspended = false;
+  #releasing = false;
+  #done = false;
+  readonly #detach: () => void;
+
+  constructor(
+    readonly core: ZkCore,
+    /** The primitive's name, for errors. */
+    readonly name: string,
+    readonly owner: string,
+    readonly entry: Entry,
+    /** Called once when the hold ends (released or lost): unregister it. */
+    readonly onEnd: (hold: ZkHold) => void,
+  ) {
+    const session = core.session;
+    const gen = entry.generation;
+    const onLost = (g: number, reason: SessionLossReason): void => {
+      if (g === gen) this.lose(reason);
+    };
+    const onSuspended = (g: number): void => {
+      if (g !== gen || this.#done) return;
+      this.#isSuspended = true;
+      if (!this.#suspended.signal.aborted) {
+        this.#suspended.abort(new ZooKeeperConnectionError(`the ZooKeeper session holding "${name}" is suspended: the lock is uncertain`));
+      }
+    };
+    const onReconnected = (g: number): void => {
+      if (g === gen) this.#isSuspended = false;
+    };
+    session.on('lost', onLost);
+    session.on('suspended', onSuspended);
+    session.on('reconnected', onReconnected);
+    this.#detach = () => {
+      session.off('lost', onLost);
+      session.off('suspended', onSuspended);
+      session.off('reconnected', onReconnected);
+    };
+    if (session.suspended) onSuspended(gen);
+    watchOwn(core, entry.path, gen, () => {
+      if (!this.#releasing && !this.#done) this.lose('taken-over');
+    });
+  }
+
+  get active(): boolean {
+    return this.holds > 0 && !this.#done;
+  }
+  get signal(): AbortSignal {
+    return this.#lost.signal;
+  }
+  get suspendedSignal(): AbortSignal {
+    return this.#suspended.signal;
+  }
+  get state(): ZkHoldState {
+    if (this.#lost.signal.aborted) return 'lost';
+    if (this.#done) return 'released';
+    return this.#isSuspended ? 'suspended' : 'held';
+  }
+
+  /** Marks the hold lost: aborts both signals, reports once. */
+  lose(reason: LockLostReason, evenIfEnded = false): void {
+    if (this.#lost.signal.aborted || (this.#done && !evenIfEnded)) return;
+    if (!this.#done) this.#end();
+    const error = new LockLostError(this.name, reason);
+    this.#lost.abort(error);
+    if (!this.#suspended.signal.aborted) this.#suspended.abort(error);
+    try {
+      this.core.emitLost(error);
+    } catch {
+      /* a listener's bug must not escape */
+    }
+  }
+
+  #end(): void {
+    this.#done = true;
+    this.#detach();
+    this.onEnd(this);
+  }
+
+  /** Releases one reentrant hold; deletes the node when the last goes. */
+  async releaseOne(): Promise<void> {
+    if (this.#lost.signal.aborted) {
+      const reason = (this.#lost.signal.reason as LockLostError).reason;
+      throw new LockNotHeldError(this.name, `"${this.name}" was no longer held when released (lost: ${reason})`);
+    }
+    this.holds = Math.max(0, this.holds - 1);
+    if (this.holds > 0 || this.#done) return;
+    await this.#delete();
+  }
+
+  async #delete(): Promise<void> {
+    this.#releasing = true;
+    const session = this.core.session;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (session.generation !== this.entry.generation) break; // the session (and our node) is gone already
+        try {
+          await session.call<void>((c, cb) => c.remove(this.entry.path, -1, cb), undefined, undefined, this.entry.generation);
+          break;
+        } catch (error) {
+          if (session.generation !== this.entry.generation) break;
+          const code = zkCode(error);
+          if (code === ZK.NO_NODE) {
+            // Deleted by someone else before our release: we did not hold it to the end.
+            this.lose('taken-over');
+            throw new LockNotHeldError(this.name, `"${this.name}" was no longer held when released (its node was deleted)`);
+          }
+          if (attempt >= 3) throw wrap(error);
+          await new Promise((r) => setTimeout(r, 50 * attempt));
+        }
+      }
+    } finally {
+      if (!this.#done) this.#end();
+    }
+  }
+
+  async closeHold(): Promise<void> {
+    if (this.#done) return;
+    this.holds = 0;
+    try {
+      await this.#delete();
+    } finally {
+      // Like the Redis client: a hold ended by close() reports itself lost, so code still using it stops.
+      this.lose('client-closed', true);
+    }
+  }
+}
+
+/**
+ * A held ZooKeeper lock (or permit): one acquisition. Same shape as the Redis `HeldLock`: `release()` once (or
+ * `await using`), `token`, `signal`; plus the connection state ZooKeeper adds (`suspendedSignal`, `state`).
+ */
+export class ZkHeldLock implements AsyncDisposable {
+  #released: Promise<void> | undefined;
+
+  /** @internal */
+  constructor(readonly hold: ZkHold) {}
+
+  /** The primitive's name. */
+  get name(): string {
+    return this.hold.name;
+  }
+  /** The owner id this acquisition belongs to (reentrancy groups acquisitions by owner, in this process). */
+  get owner(): string {
+    return this.hold.owner;
+  }
+  /** The fencing token: the czxid of our node. A later grant of the same lock always has a larger token. */
+  get token(): number {
+    return this.hold.entry.token;
+  }
+  /** The znode that holds the lock. */
+  get path(): string {
+    return this.hold.entry.path;
+  }
+  /**
+   * Aborts with a `LockLostError` when the lock is lost: the session expired, it went unconfirmed for the session
+   * timeout (reason `connection`: from then on the server may have expired it), or the node was deleted.
+   */
+  get signal(): AbortSignal {
+    return this.hold.signal;
+  }
+  /**
+   * Aborts the first time the lock becomes *uncertain*: the session is suspended (disconnected, or a heartbeat
+   * unanswered). It does not un-abort on reconnection: check `state`. Pass it to work that must stop as soon as
+   * the lock cannot be vouched for (Curator's advice for SUSPENDED).
+   */
+  get suspendedSignal(): AbortSignal {
+    return this.hold.suspendedSignal;
+  }
+  /** `held`, `suspended` (uncertain: do not act on the resource), `lost` or `released`. */
+  get state(): ZkHoldState {
+    return this.#released && this.hold.state !== 'lost' ? 'released' : this.hold.state;
+  }
+  /** True once the lock was lost (not when released). */
+  get lost(): boolean {
+    return this.hold.signal.aborted;
+  }
+  /** True once this acquisition was released. */
+  get released(): boolean {
+    return this.#released !== undefined;
+  }
+
+  /**
+   * Releases this acquisition (the node is deleted when the owner's last hold is released, which wakes the next
+   * waiter). Idempotent: a second call returns the first call's promise.
+   * @throws {LockNotHeldError} when the lock was lost before the release
+   */
+  release(): Promise<void> {
+    this.#released ??= this.hold.releaseOne();
+    return this.#released;
+  }
+
+  /** Releases; never throws for a lock that was already lost or released. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (error) {
+      if (!(error instanceof LockNotHeldError)) throw error;
+    }
+  }
+}

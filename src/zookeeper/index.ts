@@ -1,0 +1,24 @@
+/**
+ * holdfast/zookeeper: the Lock, ReadWriteLock and Semaphore of holdfast over Apache ZooKeeper, through the
+ * `node-zookeeper-client` package (an optional peer dependency: install it to use this entry point).
+ *
+ * @packageDocumentation
+ */
+export { ZooKeeperHoldfast, type ZooKeeperHoldfastOptions, type ZooKeeperHoldfastEvents } from './client.js';
+export { ZkLock, type ZkAcquireOptions, type ZkLockScope } from './lock.js';
+export { ZkReadWriteLock, ZkRwSide } from './read-write-lock.js';
+export { ZkSemaphore, type ZkPermitOptions } from './semaphore.js';
+export { ZkHeldLock, type ZkHoldState } from './hold.js';
+export type { SessionLossReason } from './session.js';
+export {
+  HoldfastError,
+  isHoldfastError,
+  LockNotHeldError,
+  AcquireTimeoutError,
+  LockLostError,
+  ZooKeeperConnectionError,
+  UpgradeRefusedError,
+  StaleTokenError,
+  type HoldfastErrorCode,
+  type LockLostReason,
+} from '../errors.js';
