@@ -46,8 +46,8 @@ function grant(s: GrantSpec): HistoryEvent[] {
 
 const nemesis = (n: Omit<NemesisEvent, 'type'>): NemesisEvent => ({ type: 'nemesis', ...n });
 
-describe('interval checker', () => {
-  test('a clean hand-off history has no overlap and no finding', () => {
+void describe('interval checker', () => {
+  void test('a clean hand-off history has no overlap and no finding', () => {
     const r = checkHistory(
       [
         ...grant({ w: 'a', ok: 100, token: 1, uses: [[110, 150]], rel: 160 }),
@@ -63,7 +63,7 @@ describe('interval checker', () => {
     assert.deepEqual(r.counts, { expected: 0, ambiguous: 0, bug: 0 });
   });
 
-  test('two holders at once with no fault is a bug (claims overlap)', () => {
+  void test('two holders at once with no fault is a bug (claims overlap)', () => {
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 500 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })], opts);
     assert.equal(r.overlaps.length, 1);
     assert.equal(r.overlaps[0]?.verdict, 'bug');
@@ -72,24 +72,24 @@ describe('interval checker', () => {
     assert.equal(r.counts.bug, 1);
   });
 
-  test('order of events in the file does not matter', () => {
+  void test('order of events in the file does not matter', () => {
     const events = [...grant({ w: 'a', ok: 100, token: 1, rel: 500 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })].reverse();
     assert.equal(checkHistory(events, opts).counts.bug, 1);
   });
 
-  test('an overlap within the clock uncertainty is ambiguous, not a bug', () => {
+  void test('an overlap within the clock uncertainty is ambiguous, not a bug', () => {
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 300.6 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })], opts);
     assert.equal(r.overlaps[0]?.verdict, 'ambiguous');
     assert.equal(r.counts.bug, 0);
   });
 
-  test('the claim ends at validUntil: a next holder after the lease is no overlap', () => {
+  void test('the claim ends at validUntil: a next holder after the lease is no overlap', () => {
     // a held a 1000 ms lease from 99 (valid until 1087) and never released; b takes over at 1200.
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1 }), ...grant({ w: 'b', ok: 1200, token: 2, rel: 1300 })], opts);
     assert.deepEqual(r.overlaps, []);
   });
 
-  test('a use past the claim by a paused holder is an expected overlap', () => {
+  void test('a use past the claim by a paused holder is an expected overlap', () => {
     const events = [
       // a: valid until 1087, its use started at 1000 and finished at 2600 after a SIGSTOP
       ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 2600]], lost: 2601, rel: 2602, relFail: 'LOCK_NOT_HELD' }),
@@ -104,7 +104,7 @@ describe('interval checker', () => {
     assert.equal(r.counts.bug, 0, JSON.stringify(r.findings));
   });
 
-  test("the worker's own stall record explains a pause as well as the nemesis log", () => {
+  void test("the worker's own stall record explains a pause as well as the nemesis log", () => {
     const events: HistoryEvent[] = [
       ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 2600]] }),
       ...grant({ w: 'b', ok: 1200, token: 2, rel: 1400 }),
@@ -113,7 +113,7 @@ describe('interval checker', () => {
     assert.equal(checkHistory(events, opts).overlaps[0]?.reason, 'client-paused');
   });
 
-  test('a pause of another worker does not excuse the holder', () => {
+  void test('a pause of another worker does not excuse the holder', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 1500]] }),
       ...grant({ w: 'b', ok: 1200, token: 2, rel: 1400 }),
@@ -124,14 +124,14 @@ describe('interval checker', () => {
     assert.equal(r.overlaps[0]?.reason, 'use-overran'); // 500 ms use > 60 ms budget, no pause
   });
 
-  test('a short use that still ends outside its claim, with no pause, is a bug', () => {
+  void test('a short use that still ends outside its claim, with no pause, is a bug', () => {
     const events = [...grant({ w: 'a', ok: 100, token: 1, uses: [[1080, 1130]] }), ...grant({ w: 'b', ok: 1100, token: 2, rel: 1400 })];
     const r = checkHistory(events, opts);
     assert.equal(r.overlaps[0]?.verdict, 'bug');
     assert.equal(r.overlaps[0]?.reason, 'use-outside-claim');
   });
 
-  test('claims that overlap after the lock server lost its data are expected', () => {
+  void test('claims that overlap after the lock server lost its data are expected', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 5, rel: 800 }),
       nemesis({ kind: 'restart-server', target: 'lock', from: 300, to: 350, dataLoss: true }),
@@ -144,7 +144,7 @@ describe('interval checker', () => {
     assert.equal(r.counts.bug, 0);
   });
 
-  test('a restart that kept its data does not excuse an overlap', () => {
+  void test('a restart that kept its data does not excuse an overlap', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 1, rel: 800 }),
       nemesis({ kind: 'restart-server', target: 'lock', from: 300, to: 350 }),
@@ -153,7 +153,7 @@ describe('interval checker', () => {
     assert.equal(checkHistory(events, opts).overlaps[0]?.verdict, 'bug');
   });
 
-  test('an extension asked for after the claim ended does not revive it', () => {
+  void test('an extension asked for after the claim ended does not revive it', () => {
     const events: HistoryEvent[] = [
       ...grant({ w: 'a', ok: 100, token: 1, validUntil: 600, lease: 600 }),
       { type: 'ext.ok', w: 'a', grant: 'a#1', ref: 640, validUntil: 1200, sendRef: 620, leaseMs: 600 },
@@ -169,7 +169,7 @@ describe('interval checker', () => {
     assert.equal(checkHistory(inTime, opts).overlaps[0]?.reason, 'claims-overlap');
   });
 
-  test('a killed holder ends its claim at the kill', () => {
+  void test('a killed holder ends its claim at the kill', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 1 }),
       nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
@@ -180,8 +180,8 @@ describe('interval checker', () => {
   });
 });
 
-describe('tokens, validity and release', () => {
-  test('a token that goes backwards with no data loss is a bug', () => {
+void describe('tokens, validity and release', () => {
+  void test('a token that goes backwards with no data loss is a bug', () => {
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 3, rel: 400 })], opts);
     assert.deepEqual(
       r.findings.map((f) => [f.kind, f.verdict]),
@@ -189,18 +189,18 @@ describe('tokens, validity and release', () => {
     );
   });
 
-  test('a duplicate token is a bug', () => {
+  void test('a duplicate token is a bug', () => {
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 4, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 4, rel: 400 })], opts);
     assert.ok(r.findings.some((f) => f.kind === 'duplicate-token' && f.verdict === 'bug'));
   });
 
-  test('concurrent requests may get tokens in either order', () => {
+  void test('concurrent requests may get tokens in either order', () => {
     // b sent its request before a's grant came back: no real-time order between them.
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 9, sendRef: 90, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 8, sendRef: 95, inv: 95, rel: 400 })], opts);
     assert.deepEqual(r.findings, []);
   });
 
-  test('a validity longer than the lease from the send is unsound', () => {
+  void test('a validity longer than the lease from the send is unsound', () => {
     const r = checkHistory(grant({ w: 'a', ok: 100, sendRef: 95, validUntil: 1100, token: 1, rel: 200 }), opts);
     assert.deepEqual(
       r.findings.map((f) => f.kind),
@@ -208,7 +208,7 @@ describe('tokens, validity and release', () => {
     );
   });
 
-  test('a release refused as not held inside a valid lease is a bug, after a loss it is not', () => {
+  void test('a release refused as not held inside a valid lease is a bug, after a loss it is not', () => {
     const spurious = checkHistory(grant({ w: 'a', ok: 100, token: 1, rel: 300, relFail: 'LOCK_NOT_HELD' }), opts);
     assert.equal(spurious.findings[0]?.kind, 'spurious-not-held');
     const afterLoss = checkHistory(grant({ w: 'a', ok: 100, token: 1, lost: 250, rel: 300, relFail: 'LOCK_NOT_HELD' }), opts);
@@ -216,8 +216,8 @@ describe('tokens, validity and release', () => {
   });
 });
 
-describe('liveness', () => {
-  test('a killed holder is replaced within the bound', () => {
+void describe('liveness', () => {
+  void test('a killed holder is replaced within the bound', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 1 }),
       nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
@@ -227,7 +227,7 @@ describe('liveness', () => {
     assert.deepEqual(r.liveness, { checks: 1, held: true, maxLatencyMs: 950 });
   });
 
-  test('a lock leaked past the bound is reported', () => {
+  void test('a lock leaked past the bound is reported', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 1 }),
       nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
@@ -239,7 +239,7 @@ describe('liveness', () => {
     assert.equal(r.counts.bug, 1);
   });
 
-  test('no grant at all after a healed fault breaks recovery', () => {
+  void test('no grant at all after a healed fault breaks recovery', () => {
     const events = [...grant({ w: 'a', ok: 100, token: 1, rel: 150 }), nemesis({ kind: 'pause-server', target: 'lock', from: 200, to: 2000 })];
     const r = checkHistory(events, { ...opts, endRef: 10_000 });
     assert.equal(r.liveness.held, false);
@@ -249,8 +249,8 @@ describe('liveness', () => {
   });
 });
 
-describe('resource oracles', () => {
-  test('a well-behaved fenced resource and counters', () => {
+void describe('resource oracles', () => {
+  void test('a well-behaved fenced resource and counters', () => {
     const r = checkResource({
       fenced: [
         { op: 'r', token: 1, grant: 'a#1', ok: true },
@@ -269,7 +269,7 @@ describe('resource oracles', () => {
     assert.deepEqual(r, { fencedWrites: 2, rejected: 1, staleAccepted: 0, shadowStale: 0, lostFenced: 0, lostUnfenced: 0 });
   });
 
-  test('a resource that accepted a stale token, or the same token from another grant, is caught', () => {
+  void test('a resource that accepted a stale token, or the same token from another grant, is caught', () => {
     const r = checkResource({
       fenced: [
         { op: 'w', token: 5, grant: 'a#1', ok: true },
@@ -283,7 +283,7 @@ describe('resource oracles', () => {
     assert.equal(r.staleAccepted, 2);
   });
 
-  test('the shadow shows stale writes and lost updates that fencing prevented', () => {
+  void test('the shadow shows stale writes and lost updates that fencing prevented', () => {
     const r = checkResource({
       fenced: [{ op: 'w', token: 2, grant: 'b#1', ok: true }],
       shadow: [
@@ -298,7 +298,7 @@ describe('resource oracles', () => {
     assert.equal(r.lostFenced, 0);
   });
 
-  test('a counter missing acknowledged increments shows lost updates', () => {
+  void test('a counter missing acknowledged increments shows lost updates', () => {
     const r = checkResource({
       fenced: [
         { op: 'w', token: 1, grant: 'a#1', ok: true },

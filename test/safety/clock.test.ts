@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { perfOffset, refNow, summariseClock } from './clock.js';
 import { measureCrossProcessClock } from './clock-check.js';
 
-test('reference clock is shared across processes: every child reading falls inside the parent window', async () => {
+void test('reference clock is shared across processes: every child reading falls inside the parent window', async () => {
   const report = await measureCrossProcessClock(100);
   assert.equal(report.samples, 100);
   assert.equal(report.outOfOrder, 0, `child readings out of order: ${JSON.stringify(report.raw.filter((s) => s.child < s.before || s.child > s.after))}`);
@@ -11,7 +11,7 @@ test('reference clock is shared across processes: every child reading falls insi
   assert.ok(report.uncertaintyMs < 5, `uncertainty ${report.uncertaintyMs} ms`);
 });
 
-test('performance.now() converts to reference time with a constant offset', async () => {
+void test('performance.now() converts to reference time with a constant offset', async () => {
   const offset = perfOffset();
   await new Promise((r) => setTimeout(r, 30));
   const ref = refNow();
@@ -20,7 +20,7 @@ test('performance.now() converts to reference time with a constant offset', asyn
   assert.ok(Math.abs(perfOffset() - offset) < 0.5);
 });
 
-test('summariseClock counts out-of-order samples (a blind clock check would not)', () => {
+void test('summariseClock counts out-of-order samples (a blind clock check would not)', () => {
   const r = summariseClock([
     { before: 10, child: 11, after: 12 },
     { before: 20, child: 19, after: 22 },
