@@ -213,6 +213,10 @@ void describe('tokens, validity and release', () => {
     assert.equal(spurious.findings[0]?.kind, 'spurious-not-held');
     const afterLoss = checkHistory(grant({ w: 'a', ok: 100, token: 1, lost: 250, rel: 300, relFail: 'LOCK_NOT_HELD' }), opts);
     assert.deepEqual(afterLoss.findings, []);
+    // a loss noticed only because the release itself was refused does not excuse it
+    const events = grant({ w: 'a', ok: 100, token: 1, rel: 300, relFail: 'LOCK_NOT_HELD' });
+    events.push({ type: 'lost', w: 'a', grant: 'a#1', ref: 300.5, reason: 'expired' });
+    assert.equal(checkHistory(events, opts).findings[0]?.kind, 'spurious-not-held');
   });
 });
 
@@ -224,7 +228,7 @@ void describe('liveness', () => {
       ...grant({ w: 'b', ok: 1150, token: 2, rel: 1200 }),
     ];
     const r = checkHistory(events, opts);
-    assert.deepEqual(r.liveness, { checks: 1, held: true, maxLatencyMs: 950 });
+    assert.deepEqual(r.liveness, { checks: 1, held: true, maxLatencyMs: 950, maxHandoffMs: null });
   });
 
   void test('a lock leaked past the bound is reported', () => {
@@ -237,6 +241,17 @@ void describe('liveness', () => {
     assert.equal(r.liveness.held, false);
     assert.equal(r.findings[0]?.kind, 'liveness');
     assert.equal(r.counts.bug, 1);
+  });
+
+  void test('a lock left idle while a worker waits, with no fault around, breaks the hand-off bound', () => {
+    const slow = checkHistory(
+      [...grant({ w: 'a', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', inv: 150, sendRef: 2900, ok: 3000, token: 2, rel: 3100 })],
+      opts,
+    );
+    assert.equal(slow.liveness.held, false);
+    assert.equal(slow.findings[0]?.kind, 'liveness');
+    const fast = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', inv: 150, sendRef: 202, ok: 203, token: 2, rel: 300 })], opts);
+    assert.deepEqual(fast.liveness, { checks: 1, held: true, maxLatencyMs: null, maxHandoffMs: 3 });
   });
 
   void test('no grant at all after a healed fault breaks recovery', () => {

@@ -81,7 +81,8 @@ export interface HistoryReport {
   overlaps: Overlap[];
   findings: Finding[];
   counts: { expected: number; ambiguous: number; bug: number };
-  liveness: { checks: number; held: boolean; maxLatencyMs: number | null };
+  /** Checks made (kills, healed faults, hand-offs to a waiter), whether every bound held, the worst latencies. */
+  liveness: { checks: number; held: boolean; maxLatencyMs: number | null; maxHandoffMs: number | null };
 }
 
 const NOT_HELD = 'LOCK_NOT_HELD';
@@ -269,7 +270,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     if (e.type !== 'rel.fail' || e.code !== NOT_HELD) continue;
     const g = grantById.get(e.grant);
     if (!g || g.relInv === undefined) continue;
-    if (g.lostRef !== undefined && g.lostRef <= e.ref) continue;
+    if (g.lostRef !== undefined && g.lostRef <= g.relInv) continue;
     if (g.relInv >= g.validUntil - u) continue;
     if (lossBetween(g.start, e.ref)) continue;
     if (pausesOf(g.w).some((p) => p.to >= g.start && p.from <= e.ref)) continue;
@@ -311,6 +312,29 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     }
   }
 
+  // Hand-off: with a worker waiting and no fault around, a released or expired lock is granted again within the bound.
+  const byStartAll = [...grants].sort((a, b) => a.start - b.start);
+  const outcomes = new Map<string, number>();
+  for (const e of events) if (e.type === 'acq.ok' || e.type === 'acq.fail' || e.type === 'acq.info') outcomes.set(e.grant, e.ref);
+  const invocations = events.filter((e): e is Extract<HistoryEvent, { type: 'acq.inv' }> => e.type === 'acq.inv');
+  let maxHandoff: number | null = null;
+  for (let k = 0; k + 1 < byStartAll.length; k++) {
+    const g = byStartAll[k]!;
+    const h = byStartAll[k + 1]!;
+    const freed = g.claimEnd;
+    if (!Number.isFinite(freed) || h.start <= freed) continue;
+    const quiet = !nemeses.some((n) => n.from <= h.start && n.to + recovery >= freed - g.leaseMs);
+    const waiting = invocations.some((i) => i.w !== g.w && i.ref < freed && (outcomes.get(i.grant) ?? Infinity) > freed);
+    if (!quiet || !waiting) continue;
+    checks++;
+    const gap = h.start - freed;
+    maxHandoff = Math.max(maxHandoff ?? 0, gap);
+    if (gap > bound) {
+      held = false;
+      findings.push({ kind: 'liveness', verdict: 'bug', detail: `${g.id} freed the lock at a time a worker waited; next grant ${h.id} after ${round(gap)} ms > ${bound} ms` });
+    }
+  }
+
   const counts = { expected: 0, ambiguous: 0, bug: 0 };
   for (const o of overlaps) counts[o.verdict]++;
   for (const f of findings) counts[f.verdict]++;
@@ -321,7 +345,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     overlaps,
     findings,
     counts,
-    liveness: { checks, held, maxLatencyMs: maxLatency === null ? null : round(maxLatency) },
+    liveness: { checks, held, maxLatencyMs: maxLatency === null ? null : round(maxLatency), maxHandoffMs: maxHandoff === null ? null : round(maxHandoff) },
   };
 }
 

@@ -14,10 +14,12 @@ const CHILD = fileURLToPath(new URL('./fixtures/clock-child.ts', import.meta.url
 export async function measureCrossProcessClock(rounds = 200): Promise<ClockReport & { raw: ClockSample[] }> {
   const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   try {
+    let failure: Error | undefined;
+    child.once('error', (e) => (failure = e));
     const next = () =>
       new Promise<unknown>((resolve, reject) => {
-        child.once('message', resolve);
-        child.once('error', reject);
+        if (failure) reject(failure);
+        else child.once('message', resolve);
       });
     if ((await next()) !== 'ready') throw new Error('clock child did not start');
     const raw: ClockSample[] = [];
