@@ -115,7 +115,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, uncert
     void process.exited.then(() => {
       if (holder === handle) holder = undefined;
     });
-    await process.waitFor((m) => m.t === "ready", 90_000);
+    await process.waitFor((m) => m.t === 'ready', 90_000);
     workers.push(handle);
     return handle;
   };
@@ -197,12 +197,14 @@ function row(r: ScenarioResult): string {
   const h = r.history;
   const o = (v: 'expected' | 'bug' | 'ambiguous') => h.overlaps.filter((x) => x.verdict === v).length;
   const otherBugs = h.findings.filter((f) => f.verdict === 'bug').length;
-  const live = h.liveness.checks === 0 ? 'n/a' : `${h.liveness.held ? 'yes' : 'NO'} (${h.liveness.checks}, max ${h.liveness.maxLatencyMs ?? '–'} ms)`;
+  const l = h.liveness;
+  const worst = [l.maxLatencyMs === null ? '' : `after kill ${l.maxLatencyMs} ms`, l.maxHandoffMs === null ? '' : `hand-off ${l.maxHandoffMs} ms`].filter(Boolean).join(', ');
+  const live = l.checks === 0 ? 'n/a' : `${l.held ? 'yes' : '**NO**'} (${l.checks} checks${worst ? `; max ${worst}` : ''})`;
   return `| ${r.scenario.name} | ${h.grants} | ${h.uses} | ${h.faults} | ${o('expected')} / ${o('ambiguous')} / ${o('bug')} | ${otherBugs} | ${r.resource.staleAccepted} | ${r.resource.rejected} | ${r.resource.shadowStale} | ${r.resource.lostFenced} / ${r.resource.lostUnfenced} | ${live} | ${r.verdict === 'pass' ? 'pass' : `**FAIL**: ${r.why.join('; ')}`} |`;
 }
 
 const HEADER = [
-  '| scenario | acquisitions checked | uses | faults injected | overlaps expected / ambiguous / bug | other bugs | stale writes accepted (fenced) | stale ops rejected (fenced) | stale writes landed (unfenced shadow) | lost updates fenced / unfenced | liveness bound held (checks, max) | verdict |',
+  '| scenario | acquisitions checked | uses | faults injected | overlaps expected / ambiguous / bug | other bugs | stale writes accepted (fenced) | stale ops rejected (fenced) | stale writes landed (unfenced shadow) | lost updates fenced / unfenced | liveness bound held | verdict |',
   '|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|',
 ];
 
@@ -224,8 +226,8 @@ async function main(): Promise<void> {
   WORKER = await bundleWorker();
   const results: ScenarioResult[] = [];
   const t0 = refNow();
-  for (const [i, s] of chosen.entries()) {
-    const seed = args.seed * 100 + i;
+  for (const s of chosen) {
+    const seed = args.seed * 100 + scenarios.indexOf(s);
     const dir = join(root, s.name);
     mkdirSync(dir, { recursive: true });
     const duration = args.quick ? (s.quickMs ?? s.durationMs) : s.durationMs;
