@@ -10,7 +10,6 @@ import { Redis } from 'ioredis';
 import { Holdfast, type HeldLock, type RedisTransport } from '../../src/index.js';
 import { toTransport } from '../../src/holdfast.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
-import { adapters } from '../support/clients.js';
 import { perfOffset, refNow } from './clock.js';
 
 /** What a held lock tells the worker. */
@@ -52,13 +51,38 @@ export interface BackendConfig {
   commandTimeoutMs: number;
 }
 
+/**
+ * A connected client of the given kind, set up as test/support/clients.ts does. node-redis is imported only when
+ * asked for: loading it costs a second of start-up per worker on a busy two-core machine.
+ */
+async function connectClient(kind: BackendConfig['adapter'], url: string): Promise<{ redis: unknown; disconnect: () => void }> {
+  if (kind === 'ioredis') {
+    const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    client.on('error', () => {});
+    await client.connect();
+    return { redis: client, disconnect: () => client.disconnect() };
+  }
+  const { createClient } = await import('redis');
+  const client = createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    redis: client,
+    disconnect: () => {
+      try {
+        client.destroy();
+      } catch {
+        /* already closed */
+      }
+    },
+  };
+}
+
 /** holdfast's reentrant `Lock`, over ioredis or node-redis. */
 export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
-  const adapter = adapters.find((a) => a.name === config.adapter);
-  if (!adapter) throw new Error(`unknown adapter ${config.adapter}`);
   const url = config.urls[0];
   if (!url) throw new Error('holdfast backend needs one URL');
-  const redis = await adapter.connect(url);
+  const { redis, disconnect } = await connectClient(config.adapter, url);
   const offset = perfOffset();
   const lockKey = `${config.prefix}{${config.lock}}:lock`;
   // Observe (never change) what holdfast sends: the send time of the last acquire / renew for our lock.
@@ -117,7 +141,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     },
     async close() {
       await holdfast.close().catch(() => {});
-      await adapter.disconnect(redis);
+      disconnect();
     },
   };
 }

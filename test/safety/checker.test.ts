@@ -189,6 +189,16 @@ void describe('tokens, validity and release', () => {
     );
   });
 
+  void test('quorum tokens: a node reset before both grants explains a regress; a single counter does not', () => {
+    const events = [
+      nemesis({ kind: 'restart-server', target: 'node-b', from: 50, to: 60, dataLoss: true }),
+      ...grant({ w: 'a', ok: 100, token: 10, rel: 200 }),
+      ...grant({ w: 'b', ok: 300, token: 5, rel: 400 }),
+    ];
+    assert.equal(checkHistory(events, { ...opts, tokenScope: 'quorum' }).counts.bug, 0);
+    assert.equal(checkHistory(events, opts).counts.bug, 1);
+  });
+
   void test('a duplicate token is a bug', () => {
     const r = checkHistory([...grant({ w: 'a', ok: 100, token: 4, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 4, rel: 400 })], opts);
     assert.ok(r.findings.some((f) => f.kind === 'duplicate-token' && f.verdict === 'bug'));

@@ -33,6 +33,13 @@ export interface CheckOptions {
   recoveryBoundMs?: number;
   /** Reference time the run ended: a bound that had not elapsed by then is not judged. */
   endRef: number;
+  /**
+   * Where tokens come from. `single`: one counter (one Redis): only a loss of its data between two grants explains a
+   * token going backwards. `quorum`: the largest of several nodes' counters (a majority lock): a node that lost its
+   * counter at any earlier time can hand out smaller tokens later.
+   * @default 'single'
+   */
+  tokenScope?: 'single' | 'quorum';
 }
 
 /** One grant as the checker sees it. */
@@ -83,6 +90,8 @@ export interface HistoryReport {
   counts: { expected: number; ambiguous: number; bug: number };
   /** Checks made (kills, healed faults, hand-offs to a waiter), whether every bound held, the worst latencies. */
   liveness: { checks: number; held: boolean; maxLatencyMs: number | null; maxHandoffMs: number | null };
+  /** Lease renewals/extensions that succeeded or were refused, and losses the clients noticed. */
+  leases: { extended: number; refused: number; lost: number };
 }
 
 const NOT_HELD = 'LOCK_NOT_HELD';
@@ -229,7 +238,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     for (const g of list) {
       const other = seen.get(g.token);
       if (other) {
-        const expected = lossBetween(other.start, g.start);
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : other.start, g.start);
         findings.push({ kind: 'duplicate-token', verdict: expected ? 'expected' : 'bug', detail: `${other.id} and ${g.id} both got token ${g.token}` });
       } else seen.set(g.token, g);
     }
@@ -243,7 +252,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
         if (!max || g.token > max.token) max = g;
       }
       if (max && max !== h && max.token >= h.token && max.token !== h.token) {
-        const expected = lossBetween(max.start, h.start);
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : max.start, h.start);
         findings.push({
           kind: 'token-regress',
           verdict: expected ? 'expected' : 'bug',
@@ -346,6 +355,11 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     overlaps,
     findings,
     counts,
+    leases: {
+      extended: events.filter((e) => e.type === 'ext.ok').length,
+      refused: events.filter((e) => e.type === 'ext.fail').length,
+      lost: events.filter((e) => e.type === 'lost').length,
+    },
     liveness: { checks, held, maxLatencyMs: maxLatency === null ? null : round(maxLatency), maxHandoffMs: maxHandoff === null ? null : round(maxHandoff) },
   };
 }

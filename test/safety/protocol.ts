@@ -21,7 +21,9 @@ export interface WorkerConfig {
   commandTimeoutMs: number;
   acquireTimeoutMs: number;
   workMs: number;
+  /** Uses per grant: a random number from `usesMin` (default 1) to this. */
   usesPerGrant: number;
+  usesMin?: number;
   useBudgetMs: number;
   thinkMs: number;
   /** Fixed-lease mode: extend the lease close to its end, up to this many times per grant. */

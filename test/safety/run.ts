@@ -74,7 +74,7 @@ export interface ScenarioResult {
   dir: string;
 }
 
-async function runScenario(s: Scenario, seed: number, durationMs: number, uncertaintyMs: number, dir: string): Promise<ScenarioResult> {
+async function runScenario(s: Scenario, seed: number, durationMs: number, workerCount: number, uncertaintyMs: number, dir: string): Promise<ScenarioResult & { setupMs: number }> {
   const random = rng(seed);
   const oracleServer = await RedisServer.start();
   const servers = await Promise.all(Array.from({ length: s.servers ?? 1 }, () => RedisServer.start({ args: s.serverArgs ?? [] })));
@@ -122,7 +122,8 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, uncert
 
   const started = refNow();
   try {
-    await Promise.all(Array.from({ length: s.workers }, () => spawn()));
+    await Promise.all(Array.from({ length: workerCount }, () => spawn()));
+    const setupMs = Math.round(refNow() - started);
     const end = refNow() + durationMs;
     const timers = new Set<() => void>();
     const ctx: NemesisContext = {
@@ -171,6 +172,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, uncert
       useBudgetMs: s.worker.useBudgetMs ?? WORKER_DEFAULTS.useBudgetMs,
       livenessBoundMs: s.livenessBoundMs,
       recoveryBoundMs: s.recoveryBoundMs ?? s.livenessBoundMs,
+      tokenScope: s.tokenScope ?? 'single',
       endRef,
     });
     const resource = checkResource(await new Oracle(oracleRedis).state(lock));
@@ -183,7 +185,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, uncert
     const expectedOverlaps = history.overlaps.filter((o) => o.verdict === 'expected').length;
     if (resource.lostUnfenced > 0 && expectedOverlaps === 0) why.push(`${resource.lostUnfenced} lost update(s) with no overlap to explain them`);
     if (s.expectViolation && expectedOverlaps === 0) why.push('self-test saw no double grant: the checker may be blind');
-    return { scenario: s, seed, durationMs: Math.round(refNow() - started), history, resource, verdict: why.length ? 'FAIL' : 'pass', why, dir };
+    return { setupMs, scenario: s, seed, durationMs: Math.round((refNow() - started) / 100) * 100, history, resource, verdict: why.length ? 'FAIL' : 'pass', why, dir };
   } finally {
     finished = true;
     await Promise.all(workers.map((w) => w.process.kill()));
@@ -204,7 +206,7 @@ function row(r: ScenarioResult): string {
 }
 
 const HEADER = [
-  '| scenario | acquisitions checked | uses | faults injected | overlaps expected / ambiguous / bug | other bugs | stale writes accepted (fenced) | stale ops rejected (fenced) | stale writes landed (unfenced shadow) | lost updates fenced / unfenced | liveness bound held | verdict |',
+  '| scenario | acquisitions checked | uses | faults injected | overlaps expected / ambiguous / bug | other bugs | stale writes accepted (fenced) | stale ops rejected (fenced) | unfenced writes out of token order (shadow) | lost updates fenced / unfenced | liveness bound held | verdict |',
   '|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|',
 ];
 
@@ -232,9 +234,9 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     const duration = args.quick ? (s.quickMs ?? s.durationMs) : s.durationMs;
     process.stdout.write(`${s.name} (seed ${seed}, ${duration / 1000} s): ${s.title} … `);
-    const r = await runScenario(s, seed, duration, uncertaintyMs, dir);
+    const r = await runScenario(s, seed, duration, args.quick ? Math.min(s.workers, 4) : s.workers, uncertaintyMs, dir);
     results.push(r);
-    console.log(`${r.verdict}${r.why.length ? ` (${r.why.join('; ')})` : ''}: ${r.history.grants} acquisitions, ${r.history.faults} faults`);
+    console.log(`${r.verdict}${r.why.length ? ` (${r.why.join('; ')})` : ''}: ${r.history.grants} acquisitions, ${r.history.faults} faults (${r.durationMs / 1000} s, start-up ${(r.setupMs / 1000).toFixed(1)} s)`);
     for (const o of r.history.overlaps.filter((x) => x.verdict === 'bug').slice(0, 5)) console.log(`  overlap ${o.first} / ${o.second}: ${o.overlapMs} ms (${o.reason})`);
     for (const f of r.history.findings.filter((x) => x.verdict === 'bug').slice(0, 5)) console.log(`  ${f.kind}: ${f.detail}`);
   }
@@ -259,7 +261,11 @@ async function main(): Promise<void> {
     '',
     '## Scenarios',
     '',
-    ...results.map((r) => `- **${r.scenario.name}** (seed ${r.seed}, ${r.scenario.workers} workers): ${r.scenario.title}`),
+    ...results.map(
+      (r) =>
+        `- **${r.scenario.name}** (seed ${r.seed}, ${r.scenario.workers} workers, ${r.durationMs / 1000} s): ${r.scenario.title}. ` +
+        `Leases extended ${r.history.leases.extended}, extensions refused ${r.history.leases.refused}, losses signalled ${r.history.leases.lost}.`,
+    ),
     '',
     '## Why the expected overlaps were expected',
     '',

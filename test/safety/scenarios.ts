@@ -52,6 +52,8 @@ export interface Scenario {
   /** ms of faults and load: full run, quick run (`undefined` = not in the quick subset). */
   durationMs: number;
   quickMs?: number;
+  /** Where tokens come from (see CheckOptions.tokenScope). @default 'single' */
+  tokenScope?: 'single' | 'quorum';
   /** A self-test: passes only if the checker sees an expected violation. */
   expectViolation?: boolean;
   /** Liveness/recovery bounds given the worker settings (ms). */
@@ -89,7 +91,7 @@ export const scenarios: Scenario[] = [
     title: 'no faults, 8 workers on one lock',
     backend: 'holdfast',
     workers: 8,
-    worker: { workMs: 2, thinkMs: 2 },
+    worker: { workMs: 2, usesPerGrant: 3, thinkMs: 2 },
     durationMs: 15_000,
     quickMs: 5_000,
     livenessBoundMs: 2000,
@@ -99,9 +101,9 @@ export const scenarios: Scenario[] = [
     title: 'SIGSTOP the holder for 1.6 s (> 1 s lease), then SIGCONT',
     backend: 'holdfast',
     workers: 5,
-    worker: { workMs: 80, usesPerGrant: 3, useBudgetMs: 150 },
+    worker: { workMs: 80, usesPerGrant: 6, useBudgetMs: 150 },
     durationMs: 20_000,
-    quickMs: 8_000,
+    quickMs: 6_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
     async nemesis(ctx) {
@@ -122,7 +124,7 @@ export const scenarios: Scenario[] = [
     title: 'SIGSTOP the lock server for 1.5 s (> lease), then SIGCONT',
     backend: 'holdfast',
     workers: 5,
-    worker: {},
+    worker: { workMs: 20, usesPerGrant: 30 },
     durationMs: 15_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 3000,
@@ -142,7 +144,7 @@ export const scenarios: Scenario[] = [
     title: 'kill -9 the lock server, restart at once without persistence (state and tokens lost)',
     backend: 'holdfast',
     workers: 5,
-    worker: { workMs: 20, usesPerGrant: 4 },
+    worker: { workMs: 20, usesPerGrant: 30 },
     durationMs: 15_000,
     quickMs: 6_000,
     livenessBoundMs: 2500,
@@ -162,7 +164,7 @@ export const scenarios: Scenario[] = [
     backend: 'holdfast',
     serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
     workers: 5,
-    worker: { workMs: 20, usesPerGrant: 4 },
+    worker: { workMs: 20, usesPerGrant: 30 },
     durationMs: 15_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 3000,
@@ -180,9 +182,8 @@ export const scenarios: Scenario[] = [
     title: "cut the holder's connection right after its release is sent (reply lost)",
     backend: 'holdfast',
     workers: 5,
-    worker: { workMs: 10 },
+    worker: { workMs: 10, usesPerGrant: 3 },
     durationMs: 15_000,
-    quickMs: 5_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
     async nemesis(ctx) {
@@ -204,9 +205,8 @@ export const scenarios: Scenario[] = [
     title: 'fixed 400 ms lease extended near its end through a proxy adding 0–60 ms per request',
     backend: 'holdfast',
     workers: 5,
-    worker: { watchdog: false, leaseMs: 400, workMs: 5, usesPerGrant: 6, useBudgetMs: 60, extendNearEnd: { times: 3, earlyMs: 40, lateMs: 20 } },
+    worker: { watchdog: false, leaseMs: 400, workMs: 30, usesPerGrant: 40, useBudgetMs: 60, extendNearEnd: { times: 3, earlyMs: 40, lateMs: 20 } },
     durationMs: 15_000,
-    quickMs: 5_000,
     livenessBoundMs: 1500,
     async nemesis(ctx) {
       const from = ctx.now();
@@ -220,7 +220,7 @@ export const scenarios: Scenario[] = [
     title: "black-hole the holder's link to Redis for 1.5 s (renewals fail)",
     backend: 'holdfast',
     workers: 5,
-    worker: { workMs: 20, usesPerGrant: 6 },
+    worker: { workMs: 20, usesPerGrant: 40 },
     durationMs: 15_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
@@ -244,7 +244,7 @@ export const scenarios: Scenario[] = [
     title: 'kill -9 the holder (no release); a replacement worker starts',
     backend: 'holdfast',
     workers: 5,
-    worker: { workMs: 20, usesPerGrant: 4 },
+    worker: { workMs: 20, usesPerGrant: 20 },
     durationMs: 15_000,
     quickMs: 6_000,
     // a waiter sleeps at most the holder's remaining lease (the retry hint), then acquires
@@ -266,10 +266,11 @@ export const scenarios: Scenario[] = [
     title: 'self-test: 3-node majority lock; a node of the holder’s quorum restarts empty at once (double grant possible)',
     backend: 'majority',
     servers: 3,
+    tokenScope: 'quorum',
     workers: 4,
-    worker: { watchdog: false, leaseMs: 3000, workMs: 100, usesPerGrant: 20, useBudgetMs: 200, acquireTimeoutMs: 1000 },
+    worker: { watchdog: false, leaseMs: 3000, workMs: 100, usesMin: 18, usesPerGrant: 22, useBudgetMs: 200, acquireTimeoutMs: 1000 },
     durationMs: 15_000,
-    quickMs: 9_000,
+    quickMs: 10_000,
     expectViolation: true,
     livenessBoundMs: 5000,
     recoveryBoundMs: 5000,
@@ -293,9 +294,8 @@ export const scenarios: Scenario[] = [
         await ctx.sleep(200);
         // B loses the holder's key on an immediate restart; C comes back empty too: {B, C} is a free majority.
         const restart = ctx.now();
-        await b.restart();
+        await Promise.all([b.restart(), c.launch()]);
         ctx.record({ kind: 'restart-server', target: 'node-b', from: restart, to: ctx.now(), dataLoss: true });
-        await c.launch();
         ctx.record({ kind: 'kill-server', target: 'node-c', from: killed, to: ctx.now(), dataLoss: true });
         await ctx.sleep(3500); // let the double grant happen and the leases run out
       });

@@ -19,7 +19,7 @@ import { Oracle } from './oracle.js';
 import { rng, type WorkerConfig, type WorkerMessage } from './protocol.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-const codeOf = (e: unknown) => (e && typeof e === 'object' && 'code' in e ? String((e as { code: unknown }).code) : e instanceof Error ? e.name : 'unknown');
+const codeOf = (e: unknown) => (e && typeof e === 'object' && 'code' in e ? String(e.code) : e instanceof Error ? e.name : 'unknown');
 
 async function main(): Promise<void> {
   // An orphan (the runner died) must not keep running.
@@ -88,7 +88,10 @@ async function main(): Promise<void> {
     else held.signal.addEventListener('abort', onLost, { once: true });
 
     let extensions = 0;
-    for (let i = 0; i < config.usesPerGrant && !held.signal.aborted; ) {
+    // Between usesMin and usesPerGrant uses: a mix of short holds and holds that span several renewals.
+    const min = Math.min(config.usesMin ?? 1, config.usesPerGrant);
+    const uses = min + Math.floor(random() * (config.usesPerGrant - min + 1));
+    for (let i = 0; i < uses && !held.signal.aborted; ) {
       const left = held.validUntil() - refNow();
       if (left < config.useBudgetMs) {
         const ext = config.extendNearEnd;

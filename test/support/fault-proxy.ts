@@ -52,9 +52,10 @@ export class FaultProxy {
   /** Starts a proxy on a free loopback port forwarding to `targetPort`. */
   static async start(targetPort: number, options: { random?: () => number; port?: number } = {}): Promise<FaultProxy> {
     const port = options.port ?? (await freePort());
-    let proxy!: FaultProxy;
-    const server = createServer((client) => proxy.#accept(client));
-    proxy = new FaultProxy(port, targetPort, server);
+    const holder: { proxy?: FaultProxy } = {};
+    const server = createServer((client) => holder.proxy?.#accept(client));
+    const proxy = new FaultProxy(port, targetPort, server);
+    holder.proxy = proxy;
     if (options.random) proxy.#random = options.random;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
