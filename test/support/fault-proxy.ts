@@ -52,10 +52,10 @@ export class FaultProxy {
   /** Starts a proxy on a free loopback port forwarding to `targetPort`. */
   static async start(targetPort: number, options: { random?: () => number; port?: number } = {}): Promise<FaultProxy> {
     const port = options.port ?? (await freePort());
-    const holder: { proxy?: FaultProxy } = {};
-    const server = createServer((client) => holder.proxy?.#accept(client));
+    const accept: { to?: (client: Socket) => void } = {};
+    const server = createServer((client) => accept.to?.(client));
     const proxy = new FaultProxy(port, targetPort, server);
-    holder.proxy = proxy;
+    accept.to = (client) => proxy.#accept(client);
     if (options.random) proxy.#random = options.random;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
