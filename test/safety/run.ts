@@ -247,7 +247,8 @@ async function main(): Promise<void> {
   const expectedReasons = results
     .map((r) => {
       const reasons = new Map<string, number>();
-      for (const o of r.history.overlaps) if (o.verdict === 'expected') reasons.set(o.reason, (reasons.get(o.reason) ?? 0) + 1);
+      for (const o of r.history.overlaps) if (o.verdict === 'expected') reasons.set(`overlap (${o.reason})`, (reasons.get(`overlap (${o.reason})`) ?? 0) + 1);
+      for (const f of r.history.findings) if (f.verdict === 'expected') reasons.set(`${f.kind} (data-loss)`, (reasons.get(`${f.kind} (data-loss)`) ?? 0) + 1);
       return reasons.size ? `- ${r.scenario.name}: ${[...reasons].map(([k, v]) => `${v} × ${k}`).join(', ')}` : '';
     })
     .filter(Boolean);
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
         `Leases extended ${r.history.leases.extended}, extensions refused ${r.history.leases.refused}, losses signalled ${r.history.leases.lost}.`,
     ),
     '',
-    '## Why the expected overlaps were expected',
+    '## Why the expected findings were expected',
     '',
     ...(expectedReasons.length ? expectedReasons : ['- none']),
     '',

@@ -88,12 +88,12 @@ async function every(ctx: NemesisContext, min: number, max: number, step: () => 
 export const scenarios: Scenario[] = [
   {
     name: 'contention',
-    title: 'no faults, 8 workers on one lock',
+    title: 'no faults, every worker on one lock',
     backend: 'holdfast',
     workers: 8,
     worker: { workMs: 2, usesPerGrant: 3, thinkMs: 2 },
     durationMs: 15_000,
-    quickMs: 5_000,
+    quickMs: 4_000,
     livenessBoundMs: 2000,
   },
   {
@@ -103,7 +103,7 @@ export const scenarios: Scenario[] = [
     workers: 5,
     worker: { workMs: 80, usesPerGrant: 6, useBudgetMs: 150 },
     durationMs: 20_000,
-    quickMs: 6_000,
+    quickMs: 5_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
     async nemesis(ctx) {
@@ -146,7 +146,7 @@ export const scenarios: Scenario[] = [
     workers: 5,
     worker: { workMs: 20, usesPerGrant: 30 },
     durationMs: 15_000,
-    quickMs: 6_000,
+    quickMs: 5_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 3000,
     async nemesis(ctx) {
@@ -246,7 +246,7 @@ export const scenarios: Scenario[] = [
     workers: 5,
     worker: { workMs: 20, usesPerGrant: 20 },
     durationMs: 15_000,
-    quickMs: 6_000,
+    quickMs: 5_000,
     // a waiter sleeps at most the holder's remaining lease (the retry hint), then acquires
     livenessBoundMs: 1000 + 700,
     async nemesis(ctx) {
