@@ -197,6 +197,8 @@ void describe('tokens, validity and release', () => {
     ];
     assert.equal(checkHistory(events, { ...opts, tokenScope: 'quorum' }).counts.bug, 0);
     assert.equal(checkHistory(events, opts).counts.bug, 1);
+    // tokens with no order promise are not checked at all
+    assert.deepEqual(checkHistory(events, { ...opts, tokenScope: 'none' }).findings, []);
   });
 
   void test('a duplicate token is a bug', () => {

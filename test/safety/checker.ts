@@ -37,9 +37,10 @@ export interface CheckOptions {
    * Where tokens come from. `single`: one counter (one Redis): only a loss of its data between two grants explains a
    * token going backwards. `quorum`: the largest of several nodes' counters (a majority lock): a node that lost its
    * counter at any earlier time can hand out smaller tokens later.
+   * `none`: tokens carry no order promise (a naive majority lock's per-node counters diverge): not checked.
    * @default 'single'
    */
-  tokenScope?: 'single' | 'quorum';
+  tokenScope?: 'single' | 'quorum' | 'none';
 }
 
 /** One grant as the checker sees it. */
@@ -234,6 +235,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     }
 
     // Tokens: unique, and increasing in real-time order of grant → request.
+    if (opts.tokenScope === 'none') continue;
     const seen = new Map<number, Grant>();
     for (const g of list) {
       const other = seen.get(g.token);

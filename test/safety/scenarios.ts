@@ -53,7 +53,7 @@ export interface Scenario {
   durationMs: number;
   quickMs?: number;
   /** Where tokens come from (see CheckOptions.tokenScope). @default 'single' */
-  tokenScope?: 'single' | 'quorum';
+  tokenScope?: 'single' | 'quorum' | 'none';
   /** A self-test: passes only if the checker sees an expected violation. */
   expectViolation?: boolean;
   /** Liveness/recovery bounds given the worker settings (ms). */
@@ -258,6 +258,31 @@ export const scenarios: Scenario[] = [
         await h.process.kill();
         ctx.record({ kind: 'kill-client', target: h.id, from, to: ctx.now() });
         await ctx.spawn();
+      });
+    },
+  },
+  {
+    name: 'majority-node-loss',
+    title: '3-node majority lock: one node (minority) or two (majority) killed, restarted empty only after more than a lease',
+    backend: 'majority',
+    servers: 3,
+    // per-node counters diverge even without faults: a naive majority lock has no token order to check
+    tokenScope: 'none',
+    workers: 4,
+    worker: { watchdog: false, leaseMs: 1000, workMs: 20, usesPerGrant: 20, useBudgetMs: 150, acquireTimeoutMs: 1000 },
+    durationMs: 15_000,
+    livenessBoundMs: 3000,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      await every(ctx, 500, 1000, async () => {
+        const count = ctx.random() < 0.5 ? 1 : 2;
+        const order = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, count);
+        const from = ctx.now();
+        await Promise.all(order.map((n) => n.kill()));
+        // Delayed restart ([RD]): back after more than a lease, no lock it granted can still be live.
+        await new Promise((r) => setTimeout(r, 1500));
+        await Promise.all(order.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: `${count} of 3 nodes`, from, to: ctx.now() });
       });
     },
   },
