@@ -3,13 +3,14 @@
  * compare-and-delete on the same connection — against one redis-server this script starts. Rounds alternate
  * between the contenders so machine noise hits both alike; the table gives medians over rounds and the ratio.
  *
- *   npx tsx bench/uncontended.ts [--cycles 2000] [--rounds 7]
+ *   npm run build && npx tsx bench/uncontended.ts [--cycles 2000] [--rounds 7]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { Holdfast } from '../src/index.js';
+// the shipped build, not the TypeScript sources under tsx: `npm run build` first
+import { Holdfast } from '../dist/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const { values } = parseArgs({ options: { cycles: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '7' } } });

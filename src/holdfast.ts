@@ -11,6 +11,7 @@ import { Core, type CoreSettings } from './core.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
+import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
 import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
 import { Scheduler, type SchedulerOptions } from './recipes/scheduler.js';
@@ -135,6 +136,14 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** A handle on the reentrant lock `name` (cheap; no Redis call). */
   lock(name: string): Lock {
     return new Lock(this.core, checkName(name));
+  }
+
+  /**
+   * A handle on the fair (FIFO) lock `name` (cheap; no Redis call): waiters across all processes get it in arrival
+   * order, each release hands it straight to the next live waiter. A different lock from `lock(name)`.
+   */
+  fairLock(name: string, options?: FairLockOptions): FairLock {
+    return new FairLock(this.core, checkName(name), options);
   }
 
   /** Shorthand for `holdfast.lock(name).withLock(fn, options)`. */

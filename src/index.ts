@@ -5,6 +5,7 @@
  */
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
 export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
 export {
   ReadWriteLock,
   ReadLock,

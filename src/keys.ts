@@ -10,6 +10,11 @@
  * | `holdfast:{orders:42}:fence`     | string | none (a counter)    | every fresh acquisition |
  * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
  * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
+ * | `holdfast:{orders:42}:fair`      | hash   | the lease / a grant | fair lock scripts       |
+ * | `holdfast:{orders:42}:fair:q`    | list   | refreshed by waiters| fair lock: FIFO of owner ids |
+ * | `holdfast:{orders:42}:fair:w`    | hash   | refreshed by waiters| fair lock: owner → its client's channel |
+ * | `holdfast:{orders:42}:fair:p`    | hash   | refreshed by waiters| fair lock: client channel → alive-until (Redis ms) |
+ * | `holdfast:{orders:42}:fair:ch:<client>` | channel | —         | fair lock hand-offs to that client |
  * | `holdfast:{nightly}:job`         | hash   | lock + tick memory  | scheduler claim/finish  |
  * | `holdfast:{user:7}:cv`           | string | the value's `ttl`   | getOrLoad fill          |
  * | `holdfast:{user:7}:cl`           | hash   | the load lease      | getOrLoad claim         |
@@ -54,6 +59,26 @@ export class Keys {
   /** The marker that makes one release request idempotent. */
   releaseMarker(name: string, requestId: string): string {
     return `${this.base(name)}:rel:${requestId}`;
+  }
+  /** The fair lock's hash (owner, hold count, token; while granted but not yet claimed also the grantee's channel). */
+  fairLock(name: string): string {
+    return `${this.base(name)}:fair`;
+  }
+  /** The fair lock's FIFO queue of waiting owner ids. */
+  fairQueue(name: string): string {
+    return `${this.base(name)}:fair:q`;
+  }
+  /** The fair lock's waiters: owner id → the channel of the client it waits in. */
+  fairWaiters(name: string): string {
+    return `${this.base(name)}:fair:w`;
+  }
+  /** The fair lock's waiting clients: client channel → the Redis time (ms) until which that client counts as alive. */
+  fairClients(name: string): string {
+    return `${this.base(name)}:fair:p`;
+  }
+  /** The channel on which one client's fair-lock waiters of this name hear that the lock was handed to them. */
+  fairChannel(name: string, clientId: string): string {
+    return `${this.base(name)}:fair:ch:${clientId}`;
   }
   /** A scheduled job's record: last claimed tick, running owner, locked-until (Redis time). */
   job(name: string): string {

@@ -1,7 +1,9 @@
 /**
  * Waiting without polling. One subscriber connection per holdfast client; one Redis subscription per channel,
  * shared by every local waiter on it and dropped a little after the last one leaves. A message on a channel wakes
- * as many local waiters as it says (a number), or all of them (`a`), oldest first.
+ * as many local waiters as it says (a number), or all of them (`a`), oldest first. A message `=<tag>` wakes only the
+ * local waiters registered with that tag (the fair lock names the owner it handed the lock to, so one channel per
+ * client serves all of that client's waiters and a hand-off wakes exactly one of them).
  *
  * A wake that arrives while its waiter is between attempts is remembered, never lost: the next `wait()` returns at once.
  */
@@ -16,6 +18,8 @@ interface Channel {
   listeners: Listener[];
   subscribed: Promise<void>;
   idle: NodeJS.Timeout | undefined;
+  /** Monotonic time until which the last attempt made here expected the resource to stay busy (its retry hint). */
+  busyUntil: number;
 }
 
 /** One waiter's registration on a channel. */
@@ -27,6 +31,8 @@ export class Listener {
   constructor(
     readonly seq: number,
     private readonly onClose: (listener: Listener) => void,
+    /** Routes `=<tag>` messages to this listener only. */
+    readonly tag?: string,
   ) {}
 
   /** True when a wake is waiting to be taken. */
@@ -128,6 +134,11 @@ export class Notifier {
   #onMessage(name: string, message: string): void {
     const channel = this.#channels.get(name);
     if (!channel) return;
+    if (message.startsWith('=')) {
+      const tag = message.slice(1);
+      for (const listener of channel.listeners) if (listener.tag === tag) listener.wake();
+      return;
+    }
     let count = message === 'a' ? Infinity : Math.max(1, Number.parseInt(message, 10) || 1);
     for (const listener of channel.listeners) {
       if (count <= 0) break;
@@ -135,13 +146,24 @@ export class Notifier {
     }
   }
 
-  /** Registers a waiter on `channel`; resolves once the subscription is confirmed, so no later release is missed. */
-  async listen(name: string): Promise<Listener> {
+  /**
+   * Hands `message` to the local waiters of `channel` as if it had come from Redis: for a state a script reported in
+   * its reply (a fallback that also works while the subscriber connection is down).
+   */
+  deliver(channel: string, message: string): void {
+    this.#onMessage(channel, message);
+  }
+
+  /**
+   * Registers a waiter on `channel`; resolves once the subscription is confirmed, so no later release is missed.
+   * `tag` makes it the target of `=<tag>` messages.
+   */
+  async listen(name: string, tag?: string): Promise<Listener> {
     if (this.#closed) throw new ClientClosedError();
     let channel = this.#channels.get(name);
     if (!channel) {
       const subscribed = this.#connect().then((sub) => sub.subscribe(name));
-      const created: Channel = { name, listeners: [], subscribed, idle: undefined };
+      const created: Channel = { name, listeners: [], subscribed, idle: undefined, busyUntil: 0 };
       channel = created;
       this.#channels.set(name, created);
       // A failed subscription is retried by the next listener.
@@ -154,7 +176,7 @@ export class Notifier {
       channel.idle = undefined;
     }
     const target = channel;
-    const listener = new Listener(++this.#seq, (l) => this.#leave(target, l));
+    const listener = new Listener(++this.#seq, (l) => this.#leave(target, l), tag);
     channel.listeners.push(listener);
     try {
       await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
@@ -188,6 +210,28 @@ export class Notifier {
       }, IDLE_UNSUBSCRIBE_MS);
       channel.idle.unref();
     }
+  }
+
+  /** True when `channel` is subscribed (or being subscribed) here: `listen` will not need a new subscription. */
+  isSubscribed(channel: string): boolean {
+    return this.#channels.has(channel);
+  }
+
+  /** How many local waiters are registered on `channel`. */
+  waiting(channel: string): number {
+    return this.#channels.get(channel)?.listeners.length ?? 0;
+  }
+
+  /** Records an attempt's retry hint: the resource behind `channel` is expected to stay busy for `ms`. */
+  setBusyFor(channel: string, ms: number): void {
+    const c = this.#channels.get(channel);
+    if (c) c.busyUntil = performance.now() + ms;
+  }
+
+  /** ms the last recorded hint for `channel` has left (0 when none or run out). */
+  busyFor(channel: string): number {
+    const c = this.#channels.get(channel);
+    return c ? Math.max(0, c.busyUntil - performance.now()) : 0;
   }
 
   /** Number of channels currently subscribed (for tests and inspection). */

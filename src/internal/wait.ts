@@ -14,6 +14,22 @@ export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: nu
 export interface WaitOptions<T> {
   name: string;
   channel: string;
+  /** Registers the listener under this tag (see `Notifier.listen`): for per-owner wake-ups on a shared channel. */
+  tag?: string;
+  /**
+   * When this client is already subscribed to `channel` (others wait on it here), register before the first attempt
+   * instead of after it: the attempt's outcome cannot be missed, so the retry that follows a fresh subscription is
+   * not needed. For waits whose attempt leaves state in Redis that a later message refers to (the fair lock's queue).
+   */
+  listenFirst?: boolean;
+  /**
+   * Do not barge past this process' own waiters: when others already wait on `channel` here, and the last attempt
+   * made here said the resource stays busy for a while yet, queue behind them and sleep before the first attempt
+   * (until a release message reaches this waiter, or that hint runs out). Without it a releaser that asks again at
+   * once nearly always beats the waiter its release woke, and the lock never changes hands. Only for a fresh owner:
+   * a re-entry must never wait.
+   */
+  politeFirst?: boolean;
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
@@ -30,6 +46,14 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
   let listener: Listener | undefined;
   let gaveUp = true;
   try {
+    if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
+      listener = await core.notifier.listen(opts.channel, opts.tag);
+    }
+    const busyFor = core.notifier.busyFor(opts.channel);
+    if (opts.politeFirst && timeout !== 0 && busyFor > 0 && core.notifier.waiting(opts.channel) > 0) {
+      listener = await core.notifier.listen(opts.channel, opts.tag);
+      await listener.wait(Math.min(busyFor, deadline - now()), signal);
+    }
     for (;;) {
       signal?.throwIfAborted();
       core.assertOpen();
@@ -40,9 +64,10 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
         return result.value;
       }
       if (timeout === 0) return null;
+      if (result.retryInMs > 0) core.notifier.setBusyFor(opts.channel, result.retryInMs);
       if (now() >= deadline) throw new AcquireTimeoutError(opts.name, timeout ?? 0);
       if (!listener) {
-        listener = await core.notifier.listen(opts.channel);
+        listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping
       }
       const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now());

@@ -69,13 +69,28 @@ export interface LockScope {
   lock: HeldLock;
 }
 
+/**
+ * @internal What a {@link Hold} needs from the primitive that made it: the plain {@link Lock} or the `FairLock`,
+ * which share `Hold` and {@link HeldLock}.
+ */
+export interface HoldSource {
+  readonly core: Core;
+  readonly name: string;
+  /** Releases one hold (see {@link Lock.releaseHold}). */
+  releaseHold(hold: Hold): Promise<void>;
+  /** Releases every hold of `owner` at once, best effort (client close, an acquisition whose reply was lost). */
+  releaseAll(owner: string): Promise<unknown>;
+  /** Sets `owner`'s lease to `leaseMs` from now: true if `owner` still holds the lock. */
+  renew(owner: string, leaseMs: number): Promise<boolean>;
+}
+
 /** @internal One owner's hold of a lock in this process, shared by its reentrant acquisitions. */
 export class Hold implements Closable {
   lease!: Lease;
   holds = 0;
 
   constructor(
-    readonly lock: Lock,
+    readonly lock: HoldSource,
     readonly owner: string,
     readonly token: number,
   ) {}
@@ -85,16 +100,9 @@ export class Hold implements Closable {
   }
 
   async closeHold(): Promise<void> {
-    const core = this.lock.core;
     this.lease.stop();
     try {
-      await core.run(scripts['lock/release'], [core.keys.lock(this.lock.name), core.keys.releaseMarker(this.lock.name, core.requestId())], [
-        this.owner,
-        core.keys.channel(this.lock.name),
-        core.settings.releaseMarkerTtl,
-        '1',
-        '0',
-      ]);
+      await this.lock.releaseAll(this.owner);
     } finally {
       this.lease.lose('client-closed');
     }
@@ -158,9 +166,8 @@ export class HeldLock implements AsyncDisposable {
     const lease = optDuration(leaseMs, 'leaseMs');
     if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
     if (this.released) throw new LockNotHeldError(this.name, `lock "${this.name}" was already released`);
-    const core = this.hold.lock.core;
     const sentAt = now();
-    const ok = (await core.run(scripts['lock/renew'], [core.keys.lock(this.name)], [this.owner, lease])) === 1;
+    const ok = await this.hold.lock.renew(this.owner, lease);
     if (!ok) {
       this.hold.lease.lose('expired');
       throw new LockNotHeldError(this.name);
@@ -182,7 +189,7 @@ export class HeldLock implements AsyncDisposable {
  * A reentrant distributed lock, obtained from `holdfast.lock(name)`. The object is a cheap handle: ownership is
  * per acquisition (or per async call chain, see {@link Lock.withLock}), never per handle.
  */
-export class Lock {
+export class Lock implements HoldSource {
   /** @internal */
   constructor(
     readonly core: Core,
@@ -287,6 +294,7 @@ export class Lock {
     const held = await waitFor(core, {
       name: this.name,
       channel: core.keys.channel(this.name),
+      politeFirst: fresh,
       timeout,
       signal,
       attempt: async (budget) => {
@@ -340,7 +348,7 @@ export class Lock {
         leaseMs,
         renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
         sentAt,
-        renew: async (ms) => (await core.run(scripts['lock/renew'], [core.keys.lock(this.name)], [owner, ms])) === 1,
+        renew: (ms) => this.renew(owner, ms),
         onLost: (error: LockLostError) => {
           this.#forget(h);
           core.emitLost(error);
@@ -361,18 +369,26 @@ export class Lock {
   }
 
   #abandon(owner: string): void {
+    this.releaseAll(owner).catch(() => {
+      /* Redis is unreachable: the lease will expire */
+    });
+  }
+
+  /** @internal */
+  releaseAll(owner: string): Promise<unknown> {
     const core = this.core;
-    core
-      .run(scripts['lock/release'], [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())], [
-        owner,
-        core.keys.channel(this.name),
-        core.settings.releaseMarkerTtl,
-        '1',
-        '0',
-      ])
-      .catch(() => {
-        /* Redis is unreachable: the lease will expire */
-      });
+    return core.run(scripts['lock/release'], [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())], [
+      owner,
+      core.keys.channel(this.name),
+      core.settings.releaseMarkerTtl,
+      '1',
+      '0',
+    ]);
+  }
+
+  /** @internal */
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['lock/renew'], [this.core.keys.lock(this.name)], [owner, leaseMs])) === 1;
   }
 
   /** @internal Releases one hold with retries that reuse one request id. */

@@ -34,12 +34,12 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
     assert.equal(locked[0], 0, 'the next tick while the run is going: locked');
     assert.ok((locked[1] ?? 0) > 4000);
     assert.equal(await finish('b', 0), 0, 'only the owner finishes');
-    assert.equal(await finish('a', 300), 1);
+    assert.equal(await finish('a', 2000), 1);
     assert.deepEqual(await claim(t, 'c'), [0, 0], 'a late clock cannot re-run the finished tick');
     const least = (await claim(t + 1000, 'c')) as number[];
     assert.equal(least[0], 0, 'lockAtLeastFor holds the job after a fast run');
-    assert.ok((least[1] ?? 0) > 0 && (least[1] ?? 0) <= 300);
-    await sleep(350);
+    assert.ok((least[1] ?? 0) > 0 && (least[1] ?? 0) <= 2000);
+    await sleep((least[1] ?? 0) + 50);
     assert.deepEqual(await claim(t + 1000, 'c'), [1, 5000]);
     const pttl = Number(await core.command(['PTTL', key], key));
     assert.ok(pttl > 50_000, `the tick record is kept: ${pttl}`);
@@ -151,7 +151,9 @@ for (const adapter of adapters) {
       while (ticks.length < 2 && Date.now() < deadline) await sleep(50);
       await s.stop();
       assert.ok(lost instanceof LockLostError, `aborted with ${String(lost)}`);
-      assert.ok(lostAfter > 900 && lostAfter < 1700, `aborted before lockAtMostFor lapsed: ${Math.round(lostAfter)} ms`);
+      // measured from the run's start, which comes after the claim that set the 1200 ms lock: the signal must come
+      // before the lock lapses; the lower bound only says it did not fire at once
+      assert.ok(lostAfter > 200 && lostAfter < 1700, `aborted before lockAtMostFor lapsed: ${Math.round(lostAfter)} ms`);
       assert.ok(ticks.length >= 2, 'the schedule went on');
     });
 

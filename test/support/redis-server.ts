@@ -3,7 +3,7 @@
  * (stop, kill -9, SIGSTOP/SIGCONT, restart on the same port). Never touches a server it did not start.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,9 +122,17 @@ export class RedisServer {
     await exited;
   }
 
-  /** Starts again on the same port (after `kill`). */
-  async restart(): Promise<void> {
+  /**
+   * kill -9, then starts again on the same port. Without persistence (the default) it comes back empty; with
+   * `--appendonly yes` it reloads its AOF unless `wipe` deletes the data directory's files first (a disk lost with
+   * the machine).
+   */
+  async restart(options: { wipe?: boolean } = {}): Promise<void> {
     await this.kill();
+    if (options.wipe) {
+      rmSync(this.dir, { recursive: true, force: true });
+      mkdirSync(this.dir, { recursive: true });
+    }
     await this.launch();
   }
 

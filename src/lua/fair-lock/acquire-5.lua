@@ -1,0 +1,63 @@
+--[[
+  Acquire, re-enter or claim a fair lock, or join its queue.
+  KEYS[1] the lock hash {o = owner, c = hold count (0 = granted, not yet claimed), t = fencing token, ch = grantee's channel}
+  KEYS[2] the fencing counter of this name
+  KEYS[3] the FIFO queue (list of owner ids)
+  KEYS[4] waiters: owner id → its client's channel
+  KEYS[5] clients: client channel → alive-until (Redis ms)
+  ARGV[1] owner id
+  ARGV[2] lease in ms
+  ARGV[3] this client's channel
+  ARGV[4] '1' to join the queue when the lock is not ours, '0' for a single attempt
+  ARGV[5] alive time in ms: how long this client counts as alive without a heartbeat
+  ARGV[6] least TTL of a grant in ms
+  ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
+  Returns {1, token, holdCount} when acquired, re-entered or claimed; {0, -1, queued (1/0)} otherwise.
+  A free lock with live waiters goes to the head of the queue, never to a newcomer.
+]]
+--- @include "fair-advance"
+local owner = ARGV[1]
+local lease = tonumber(ARGV[2])
+local ch = ARGV[3]
+
+local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
+local current = v[1]
+if not current then
+  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], nowMs(), tonumber(ARGV[6]))
+  if not current then
+    local token = redis.call('incr', KEYS[2])
+    redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
+    redis.call('pexpire', KEYS[1], lease)
+    return {1, token, 1}
+  end
+end
+if current == owner then
+  local count = redis.call('hincrby', KEYS[1], 'c', 1)
+  if count == 1 then
+    -- claiming a grant: from here on the caller's lease applies (the stale 'ch' field is harmless: only a hold
+    -- count of 0 makes it mean anything)
+    redis.call('pexpire', KEYS[1], lease)
+  elseif redis.call('pttl', KEYS[1]) < lease then
+    -- re-entry never shortens the lease an outer hold asked for
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  if not v[3] then
+    -- granted by advance() in this very call
+    v[3] = redis.call('hget', KEYS[1], 't')
+  end
+  return {1, tonumber(v[3]), count}
+end
+local queued = 0
+if ARGV[4] == '1' then
+  queued = 1
+  if redis.call('hsetnx', KEYS[4], owner, ch) == 1 then
+    redis.call('rpush', KEYS[3], owner)
+  end
+  redis.call('hset', KEYS[5], ch, nowMs() + tonumber(ARGV[5]))
+  local ttl = tonumber(ARGV[7])
+  redis.call('pexpire', KEYS[3], ttl)
+  redis.call('pexpire', KEYS[4], ttl)
+  redis.call('pexpire', KEYS[5], ttl)
+end
+-- no retry hint: a queued waiter sleeps until its hand-off message (or its client's heartbeat) wakes it
+return {0, -1, queued}

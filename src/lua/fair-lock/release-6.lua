@@ -1,0 +1,42 @@
+--[[
+  Release one hold (or every hold) of a fair lock, safely retryable; a lock that frees goes straight to the head of
+  the queue (see fair-advance).
+  KEYS[1] the lock hash
+  KEYS[2] this request's release marker (written only when holds remain, read only on a retry)
+  KEYS[3] the fencing counter
+  KEYS[4] the queue
+  KEYS[5] waiters: owner id → channel
+  KEYS[6] clients: channel → alive-until
+  ARGV[1] owner id
+  ARGV[2] marker TTL in ms
+  ARGV[3] '1' to release every hold of this owner at once, '0' for one
+  ARGV[4] least TTL of a grant in ms
+  ARGV[5] '1' when this is a retry of a request whose reply was lost
+  Returns the holds left (0 = released, and handed on if anyone waits), or -1 when this owner does not hold the lock
+  (a hold count of 0 is a grant not yet claimed: not held). A retry of a partial release returns what the first run
+  returned; a retry of a full release finds the lock gone or handed on (-1), which the client reads as "released"
+  when it held the lock when it first sent it.
+]]
+--- @include "fair-advance"
+if ARGV[5] == '1' then
+  local done = redis.call('get', KEYS[2])
+  if done then
+    return tonumber(done)
+  end
+end
+local v = redis.call('hmget', KEYS[1], 'o', 'c')
+if v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then
+  return -1
+end
+local left = 0
+if ARGV[3] ~= '1' then
+  left = tonumber(v[2]) - 1
+end
+if left <= 0 then
+  redis.call('del', KEYS[1])
+  advance(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], nowMs(), tonumber(ARGV[4]))
+  return 0
+end
+redis.call('hset', KEYS[1], 'c', left)
+redis.call('set', KEYS[2], left, 'px', ARGV[2])
+return left

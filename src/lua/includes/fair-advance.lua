@@ -1,0 +1,33 @@
+-- Redis' own clock in ms (never the client's).
+local function nowMs()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Hands a free fair lock to the first live waiter of the queue: pops entries until one whose client is still alive
+-- (its alive-until in `clients` is in the future), makes it the owner with hold count 0 ("granted, not yet claimed"),
+-- mints its fencing token, gives the grant a TTL of what is left of its client's alive time (at least `floorMs`), and
+-- tells only that waiter, on its client's channel. Entries of dead clients are dropped on the way: each entry is
+-- popped once, so the work per hand-off is O(1) amortized however many wait.
+-- Returns the new owner, or false when nobody alive waits.
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+  while true do
+    local owner = redis.call('lpop', queueKey)
+    if not owner then
+      return false
+    end
+    local ch = redis.call('hget', waitersKey, owner)
+    redis.call('hdel', waitersKey, owner)
+    if ch then
+      local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+      if aliveUntil > now then
+        local token = redis.call('incr', fenceKey)
+        redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+        redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+        redis.call('publish', ch, '=' .. owner)
+        return owner
+      end
+      redis.call('hdel', clientsKey, ch)
+    end
+  end
+end

@@ -1,0 +1,408 @@
+/**
+ * The fair lock (C6): a reentrant lock whose waiters queue in FIFO order across every process, and whose release
+ * hands the lock straight to the head of the queue.
+ *
+ * How a hand-off works, and why it is O(1) however many wait:
+ * - A waiter that finds the lock taken appends its owner id to a Redis list (the queue) and records which client it
+ *   waits in (the client's channel). Each holdfast client subscribes once per fair lock name to its own channel.
+ * - The release script pops the head of the queue and makes it the owner at once ("granted": hold count 0), mints its
+ *   fencing token and publishes the owner id on that waiter's client channel only. The notifier routes the message to
+ *   that one local waiter, which claims the grant (one round trip) and holds the lock. Nobody else wakes; nobody can
+ *   barge in between, because the lock is never free while someone alive waits.
+ * - Liveness: each client with waiters sends one heartbeat per lock name every `waiterTimeout / 5` (one script call
+ *   for all of its waiters) that keeps it "alive until" Redis time + 0.6 × `waiterTimeout`. Entries of a client whose
+ *   alive time passed are dropped when they reach the head. A grant lives only as long as its client's alive time
+ *   (at least `waiterTimeout / 5`), and any live client's heartbeat hands on a lock whose key expired. So a waiter
+ *   that died silently costs the queue at most about 0.8 × `waiterTimeout`.
+ * - A waiter that gives up (timeout, abort) leaves the queue; an unclaimed grant it had goes to the next waiter.
+ *
+ * @module
+ */
+import type { Core } from '../core.js';
+import { LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import { now } from '../internal/clock.js';
+import { Lease } from '../internal/lease.js';
+import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { waitFor } from '../internal/wait.js';
+import { scripts } from '../lua/scripts.gen.js';
+import { Hold, HeldLock, type AcquireOptions, type HoldSource, type LockInfo, type LockScope } from './lock.js';
+
+/** Options of `holdfast.fairLock(name, options)`. */
+export interface FairLockOptions {
+  /**
+   * The bound, in ms, on how long a waiter that dies silently (kill -9, a frozen process, a lost network) can hold
+   * up the queue: its entry is skipped, and a hand-off it cannot claim passes on, within about 0.8 × this. Each
+   * waiting client sends one heartbeat per lock name every `waiterTimeout / 5`. A client frozen longer than
+   * 0.6 × this loses its waiters' places (they queue again at the tail when it resumes).
+   * @default 5000
+   */
+  waiterTimeout?: number;
+}
+
+const FAIR_OPTION_KEYS = ['waiterTimeout'] as const;
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
+/** At most this many waiters are listed by {@link FairLock.inspect}. */
+const INSPECT_WAITERS = 1000;
+
+/** A point-in-time view of a fair lock and its queue. */
+export interface FairLockInfo extends LockInfo {
+  /**
+   * Entries in the queue, including entries of dead clients not yet dropped. While the lock has been handed to a
+   * waiter that has not claimed it yet, `owner` is that waiter and `holdCount` is 0.
+   */
+  queueLength: number;
+  /** Owner ids of the live waiters, head first (at most 1000). */
+  waiters: string[];
+}
+
+/** Timing derived from `waiterTimeout`. */
+interface FairTiming {
+  /** How long a heartbeat keeps a client alive (Redis ms). */
+  aliveMs: number;
+  /** Heartbeat period. */
+  beatMs: number;
+  /** Least TTL of a grant. */
+  grantFloorMs: number;
+  /** TTL of the queue keys, refreshed by every heartbeat: abandoned queues vanish. */
+  stateTtlMs: number;
+}
+
+function timingOf(waiterTimeout: number): FairTiming {
+  return {
+    aliveMs: Math.ceil(waiterTimeout * 0.6),
+    beatMs: Math.max(10, Math.floor(waiterTimeout / 5)),
+    grantFloorMs: Math.max(10, Math.floor(waiterTimeout / 5)),
+    stateTtlMs: waiterTimeout * 2,
+  };
+}
+
+/**
+ * One client's heartbeat for its waiters on one fair lock name: a single script call per period, however many local
+ * waiters there are. Runs only while some local waiter is queued.
+ */
+class Heartbeat {
+  readonly #owners = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #beating = false;
+
+  constructor(
+    private readonly lock: FairLock,
+    private readonly channel: string,
+    private readonly onIdle: () => void,
+  ) {}
+
+  join(owner: string): void {
+    this.#owners.set(owner, (this.#owners.get(owner) ?? 0) + 1);
+    if (!this.#timer) {
+      this.#timer = setInterval(() => void this.#beat(), this.lock.timing.beatMs);
+      this.#timer.unref();
+    }
+  }
+
+  leave(owner: string): void {
+    const n = (this.#owners.get(owner) ?? 0) - 1;
+    if (n > 0) this.#owners.set(owner, n);
+    else this.#owners.delete(owner);
+    if (this.#owners.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      this.onIdle();
+    }
+  }
+
+  async #beat(): Promise<void> {
+    const lock = this.lock;
+    const core = lock.core;
+    if (this.#beating || core.closed) return;
+    this.#beating = true;
+    try {
+      const t = lock.timing;
+      const [stale, grantee] = (await core.run(scripts['fair-lock/heartbeat'], lock.keys(), [this.channel, t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as [
+        number,
+        string | null,
+      ];
+      // This client had been counted dead: its waiters' entries may be gone, so each must try again (and re-queue).
+      if (stale === 1) core.notifier.deliver(this.channel, 'a');
+      if (grantee) {
+        // A hand-off whose message was missed (subscriber reconnecting), or one to a waiter that has left: claim or pass on.
+        if (this.#owners.has(grantee)) core.notifier.deliver(this.channel, `=${grantee}`);
+        else await lock.leaveQueue(grantee);
+      }
+    } catch {
+      /* Redis unreachable: the next beat retries; the client's alive time covers a few missed beats */
+    } finally {
+      this.#beating = false;
+    }
+  }
+}
+
+const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
+
+/**
+ * A fair (FIFO) reentrant distributed lock, obtained from `holdfast.fairLock(name)`. Same API as {@link Lock}:
+ * reentrancy (async call chain or explicit owner), watchdog or fixed lease, loss signal, fencing token,
+ * `await using`. A `FairLock` and a `Lock` of the same name are two different locks (they share the fencing counter).
+ */
+export class FairLock implements HoldSource {
+  /** @internal */
+  readonly timing: FairTiming;
+  readonly #holds = new Map<string, Hold>();
+
+  /** @internal */
+  constructor(
+    readonly core: Core,
+    /** The lock's name. */
+    readonly name: string,
+    options?: FairLockOptions,
+  ) {
+    const opts = checkOptions<FairLockOptions>(options);
+    checkKnownKeys(opts, FAIR_OPTION_KEYS);
+    this.waiterTimeout = checkDuration(opts.waiterTimeout ?? 5000, 'options.waiterTimeout', 100);
+    this.timing = timingOf(this.waiterTimeout);
+  }
+
+  /** The bound on how long a dead waiter can hold up the queue, in ms. */
+  readonly waiterTimeout: number;
+
+  /** @internal The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
+  keys(): string[] {
+    const k = this.core.keys;
+    return [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)];
+  }
+
+  /**
+   * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never
+   * queues.
+   * @throws {AcquireTimeoutError} when `timeout` passes first (the waiter has left the queue)
+   * @throws {RedisConnectionError} when Redis does not answer within `commandTimeout`
+   * @throws the signal's reason when `signal` aborts (the waiter has left the queue)
+   */
+  async acquire(options?: AcquireOptions): Promise<HeldLock> {
+    const held = await this.#acquire(options, undefined);
+    if (!held) throw new Error('internal: acquire returned no lock');
+    return held;
+  }
+
+  /**
+   * One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when it is held or others are queued
+   * for it (a single attempt never jumps the queue, and never joins it).
+   */
+  tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
+    return this.#acquire(options, 0);
+  }
+
+  /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
+  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    const held = await this.acquire(options);
+    try {
+      const hold = held.hold;
+      const context = new Map(this.core.context.getStore() ?? []);
+      context.set(this.core.keys.fairLock(this.name), { owner: held.owner, active: () => hold.active });
+      return await this.core.context.run(context, () => fn({ signal: held.signal, token: held.token, lock: held }));
+    } finally {
+      await held[Symbol.asyncDispose]();
+    }
+  }
+
+  /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */
+  async isLocked(): Promise<boolean> {
+    return (await this.inspect()).owner !== null;
+  }
+
+  /** Reads owner, hold count, token, remaining lease and the queue in one step. */
+  async inspect(): Promise<FairLockInfo> {
+    this.core.assertOpen();
+    const reply = (await this.core.run(scripts['fair-lock/inspect'], this.keys(), [INSPECT_WAITERS])) as [
+      string | null,
+      number,
+      number,
+      number,
+      number,
+      number,
+      string[],
+    ];
+    const [owner, holdCount, token, pttl, lastToken, queueLength, waiters] = reply;
+    return { name: this.name, owner: owner ?? null, holdCount, token, remainingTtl: owner ? pttl : null, lastToken, queueLength, waiters };
+  }
+
+  /**
+   * Deletes the lock whoever holds it and hands it to the head of the queue. The holder's signal aborts at its next
+   * renewal (watchdog) or lease end. For operators.
+   * @returns true if a lock was deleted
+   */
+  async forceUnlock(): Promise<boolean> {
+    this.core.assertOpen();
+    return (await this.core.run(scripts['fair-lock/force-unlock'], this.keys(), [this.timing.grantFloorMs])) === 1;
+  }
+
+  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
+    const opts = checkOptions<AcquireOptions>(options);
+    checkKnownKeys(opts, ACQUIRE_KEYS);
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const fixedLease = optDuration(opts.lease, 'options.lease');
+    const signal = optSignal(opts.signal, 'options.signal');
+    if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
+    this.core.assertOpen();
+
+    const core = this.core;
+    const inherited = core.context.getStore()?.get(core.keys.fairLock(this.name));
+    const fresh = opts.owner === undefined && !(inherited && inherited.active());
+    const owner = opts.owner ?? (inherited && inherited.active() ? inherited.owner : core.newOwner());
+    const leaseMs = fixedLease ?? core.settings.watchdogLease;
+    const keys = this.keys();
+    const channel = core.keys.fairChannel(this.name, core.clientId);
+    const t = this.timing;
+    const enqueue = timeout === 0 ? '0' : '1';
+    let heartbeat: Heartbeat | undefined;
+
+    try {
+      return await waitFor(core, {
+        name: this.name,
+        channel,
+        tag: owner,
+        listenFirst: true,
+        timeout,
+        signal,
+        attempt: async (budget) => {
+          const sentAt = now();
+          let reply: number[];
+          try {
+            reply = (await core.run(scripts['fair-lock/acquire'], keys, [owner, leaseMs, channel, enqueue, t.aliveMs, t.grantFloorMs, t.stateTtlMs], budget)) as number[];
+          } catch (error) {
+            // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
+            if (fresh && error instanceof RedisConnectionError) this.#abandon(owner);
+            throw error;
+          }
+          if (reply[0] === 1) {
+            return { done: true, value: this.#held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
+          }
+          if (reply[2] === 1 && !heartbeat) {
+            heartbeat = this.#heartbeat(channel);
+            heartbeat.join(owner);
+          }
+          // Sleep until the hand-off message names us; the heartbeat covers a lost message and a dead holder.
+          return { done: false, retryInMs: -1 };
+        },
+        onGiveUp: async () => {
+          if (heartbeat) await this.leaveQueue(owner);
+        },
+      });
+    } finally {
+      heartbeat?.leave(owner);
+    }
+  }
+
+  #heartbeat(channel: string): Heartbeat {
+    let byName = heartbeats.get(this.core);
+    if (!byName) {
+      byName = new Map();
+      heartbeats.set(this.core, byName);
+    }
+    const id = `${this.name}\0${this.waiterTimeout}`;
+    let beat = byName.get(id);
+    if (!beat) {
+      const map = byName;
+      const created = new Heartbeat(this, channel, () => {
+        if (map.get(id) === created) map.delete(id);
+      });
+      beat = created;
+      map.set(id, created);
+    }
+    return beat;
+  }
+
+  /** @internal Takes `owner` out of the queue; passes on a grant it has not claimed. */
+  async leaveQueue(owner: string): Promise<void> {
+    await this.core.run(scripts['fair-lock/leave'], this.keys(), [owner, this.timing.grantFloorMs]);
+  }
+
+  #held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
+    let hold = this.#holds.get(owner);
+    if (!hold || hold.lease.done) {
+      hold = new Hold(this, owner, token);
+      const h = hold;
+      const core = this.core;
+      hold.lease = new Lease({
+        name: this.name,
+        leaseMs,
+        renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
+        sentAt,
+        renew: (ms) => this.renew(owner, ms),
+        onLost: (error: LockLostError) => {
+          this.#forget(h);
+          core.emitLost(error);
+        },
+      });
+      this.#holds.set(owner, hold);
+      core.holds.add(hold);
+    } else {
+      hold.lease.confirm(sentAt, leaseMs);
+    }
+    hold.holds++;
+    return new HeldLock(hold, holdCount);
+  }
+
+  #forget(hold: Hold): void {
+    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    this.core.holds.delete(hold);
+  }
+
+  #abandon(owner: string): void {
+    Promise.allSettled([this.releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
+      /* never rejects */
+    });
+  }
+
+  #releaseKeys(): string[] {
+    const [lock, fence, queue, waiters, clients] = this.keys() as [string, string, string, string, string];
+    return [lock, this.core.keys.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients];
+  }
+
+  /** @internal */
+  releaseAll(owner: string): Promise<unknown> {
+    return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0']);
+  }
+
+  /** @internal */
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['lock/renew'], [this.core.keys.fairLock(this.name)], [owner, leaseMs])) === 1;
+  }
+
+  /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */
+  async releaseHold(hold: Hold): Promise<void> {
+    const core = this.core;
+    const keys = this.#releaseKeys();
+    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
+    let left: number | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const retry = attempt > 1;
+      try {
+        left = (await core.run(scripts['fair-lock/release'], keys, [
+          hold.owner,
+          core.settings.releaseMarkerTtl,
+          '0',
+          this.timing.grantFloorMs,
+          retry ? '1' : '0',
+        ])) as number;
+        // A full release whose reply was lost leaves nothing to find: the lock is gone or handed on, as the first run left it.
+        if (retry && left < 0 && heldWhenSent) left = 0;
+        break;
+      } catch (error) {
+        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
+        await new Promise((r) => setTimeout(r, 25 * attempt));
+      }
+    }
+    hold.holds = Math.max(0, hold.holds - 1);
+    if (left < 0) {
+      this.#forget(hold);
+      if (!hold.lease.lost) hold.lease.lose('expired');
+      const reason = (hold.lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
+      throw new LockNotHeldError(this.name, `fair lock "${this.name}" was no longer held by this owner when released (lost: ${reason})`);
+    }
+    if (left === 0 || hold.holds === 0) {
+      hold.lease.stop();
+      this.#forget(hold);
+    }
+  }
+}

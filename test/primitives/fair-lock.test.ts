@@ -1,0 +1,353 @@
+/**
+ * FairLock against a real redis-server, once per adapter; the queue-order and crash tests use separate OS processes.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AcquireTimeoutError, type FairLock, type Holdfast, LockNotHeldError } from '../../src/index.js';
+import { adapters, makeHoldfast } from '../support/clients.js';
+import { RedisServer } from '../support/redis-server.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns true or `ms` passes. */
+async function until(check: () => Promise<boolean> | boolean, ms = 5000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+const FIXTURE = join(import.meta.dirname, 'fixtures', 'fair-waiter.ts');
+
+interface WaiterProcess {
+  child: ChildProcess;
+  ready: Promise<void>;
+  /** Sends the job: the process connects and queues for the lock. */
+  go: (job: { prefix: string; name: string; id: string; waiterTimeout: number; holdMs: number }) => void;
+  /** Resolves with `Date.now()` when the process printed that it holds the lock. */
+  acquired: Promise<number>;
+  exited: Promise<number | null>;
+}
+
+/** A waiter process (see fixtures/fair-waiter.ts), started now and given its job later: start-up is the slow part. */
+function waiterProcess(adapter: string, url: string): WaiterProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, adapter, url], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  let onReady: () => void = () => {};
+  let onAcquired: (t: number) => void = () => {};
+  const ready = new Promise<void>((r) => (onReady = r));
+  const acquired = new Promise<number>((r) => (onAcquired = r));
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.includes('ready\n')) onReady();
+    if (out.includes('acquired ')) onAcquired(Date.now());
+  });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { child, ready, go: (job) => child.stdin?.write(JSON.stringify(job) + '\n'), acquired, exited };
+}
+
+let server: RedisServer;
+before(async () => {
+  server = await RedisServer.start();
+});
+after(async () => {
+  await server.stop();
+});
+
+for (const adapter of adapters) {
+  void describe(`FairLock (${adapter.name})`, () => {
+    const disposers: (() => Promise<void>)[] = [];
+    after(async () => {
+      await Promise.all(disposers.map((d) => d()));
+    });
+    async function client(options: Parameters<typeof makeHoldfast>[2] = {}): Promise<Holdfast> {
+      const made = await makeHoldfast(adapter, server.url, options);
+      disposers.push(made.dispose);
+      return made.holdfast;
+    }
+    async function pair(): Promise<[Holdfast, Holdfast]> {
+      const a = await client();
+      const b = await client({ prefix: a.settings.prefix });
+      return [a, b];
+    }
+    async function waitersOf(lock: FairLock, n: number): Promise<void> {
+      await until(async () => (await lock.inspect()).waiters.length >= n, 10_000, `${n} waiters`);
+    }
+
+    void it('acquires, re-enters in the same call chain, releases, and mints increasing tokens', async () => {
+      const hf = await client();
+      const lock = hf.fairLock('basic');
+      const first = await lock.acquire();
+      assert.equal(first.holdCount, 1);
+      await first.release();
+      await lock.withLock(async ({ token }) => {
+        assert.ok(token > first.token);
+        const inner = await lock.acquire();
+        assert.equal(inner.holdCount, 2);
+        assert.equal(inner.token, token);
+        assert.equal((await lock.inspect()).holdCount, 2);
+        await inner.release();
+        assert.equal((await lock.inspect()).holdCount, 1);
+      });
+      assert.equal(await lock.isLocked(), false);
+      // an explicit owner is reentrant across handles and clients
+      const other = await client({ prefix: hf.settings.prefix });
+      const a = await lock.acquire({ owner: 'job-7' });
+      const b = await other.fairLock('basic').acquire({ owner: 'job-7', timeout: 0 });
+      assert.equal(b.holdCount, 2);
+      await b.release();
+      await a.release();
+      assert.equal(await lock.isLocked(), false);
+    });
+
+    void it('another call chain waits, and gets the lock in FIFO order (one process)', async () => {
+      const hf = await client();
+      const lock = hf.fairLock('fifo-local');
+      const held = await lock.acquire();
+      const order: number[] = [];
+      const waits: Promise<void>[] = [];
+      for (let i = 0; i < 6; i++) {
+        waits.push(lock.withLock(async () => void order.push(i)));
+        await waitersOf(lock, i + 1);
+      }
+      assert.equal(await lock.tryAcquire(), null);
+      await held.release();
+      await Promise.all(waits);
+      assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
+    });
+
+    void it('hands the lock to the head of the queue: a newcomer never barges in', async () => {
+      const [a, b] = await pair();
+      const lock = a.fairLock('no-barging');
+      const held = await lock.acquire();
+      const waiting = b.fairLock('no-barging').acquire();
+      await waitersOf(lock, 1);
+      await held.release();
+      // the lock is already the waiter's (granted), even before it has claimed it
+      assert.equal(await lock.tryAcquire(), null);
+      const got = await waiting;
+      assert.ok(got.token > held.token);
+      assert.equal(await lock.tryAcquire(), null);
+      await got.release();
+      const again = await lock.tryAcquire();
+      assert.ok(again);
+      await again.release();
+    });
+
+    void it('mutual exclusion: concurrent read-modify-write across two clients loses no update', async () => {
+      const [a, b] = await pair();
+      let inside = 0;
+      let maxInside = 0;
+      let counter = 0;
+      const work = async (hf: Holdfast): Promise<void> => {
+        await hf.fairLock('mutex').withLock(async () => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          const read = counter;
+          await sleep(1);
+          counter = read + 1;
+          inside--;
+        });
+      };
+      await Promise.all(Array.from({ length: 30 }, (_, i) => work(i % 2 ? a : b)));
+      assert.equal(counter, 30);
+      assert.equal(maxInside, 1);
+    });
+
+    void it('a timed-out or aborted wait leaves the queue, and the lock goes to the next live waiter', async () => {
+      const [a, b] = await pair();
+      const lock = a.fairLock('give-up');
+      const held = await lock.acquire();
+      const timedOut = b.fairLock('give-up').acquire({ timeout: 150 });
+      await waitersOf(lock, 1);
+      const controller = new AbortController();
+      const aborted = b.fairLock('give-up').acquire({ signal: controller.signal });
+      await waitersOf(lock, 2);
+      const last = a.fairLock('give-up').acquire();
+      await waitersOf(lock, 3);
+      await assert.rejects(timedOut, AcquireTimeoutError);
+      controller.abort(new Error('stop'));
+      await assert.rejects(aborted, /stop/);
+      const info = await lock.inspect();
+      assert.equal(info.waiters.length, 1);
+      assert.equal(info.queueLength, 1);
+      await held.release();
+      const got = await last;
+      await got.release();
+      assert.deepEqual((await lock.inspect()).waiters, []);
+      assert.equal((await lock.inspect()).queueLength, 0);
+    });
+
+    void it('tryAcquire never joins the queue', async () => {
+      const [a, b] = await pair();
+      const held = await a.fairLock('try').acquire();
+      assert.equal(await b.fairLock('try').tryAcquire(), null);
+      assert.equal((await a.fairLock('try').inspect()).queueLength, 0);
+      await held.release();
+    });
+
+    void it('forceUnlock and close() hand the lock on to the next waiter', async () => {
+      const [a, b] = await pair();
+      const lock = a.fairLock('handover');
+      await lock.acquire();
+      const next = b.fairLock('handover').acquire();
+      await waitersOf(lock, 1);
+      assert.equal(await lock.forceUnlock(), true);
+      const got = await next;
+      const third = a.fairLock('handover').acquire();
+      await waitersOf(lock, 1);
+      await b.close();
+      const last = await third;
+      assert.ok(last.token > got.token);
+      await assert.rejects(got.release(), LockNotHeldError);
+      await last.release();
+    });
+
+    void it('rejects bad input before any Redis call', async () => {
+      const hf = await client();
+      assert.throws(() => hf.fairLock(''), RangeError);
+      assert.throws(() => hf.fairLock(42 as unknown as string), TypeError);
+      assert.throws(() => hf.fairLock('x', { waiterTimeout: 5 }), RangeError);
+      assert.throws(() => hf.fairLock('x', { waiterTimeout: 1.5 }), RangeError);
+      assert.throws(() => hf.fairLock('x', { waiterTimout: 500 } as never), TypeError);
+      const lock = hf.fairLock('x');
+      await assert.rejects(lock.acquire({ timeout: -1 }), RangeError);
+      await assert.rejects(lock.acquire({ lease: 0 }), RangeError);
+      await assert.rejects(lock.acquire({ leaseMs: 10 } as never), TypeError);
+      await assert.rejects(lock.acquire({ owner: '' }), RangeError);
+      await assert.rejects(lock.acquire({ signal: 'no' as never }), TypeError);
+      await assert.rejects(lock.withLock('fn' as never), TypeError);
+    });
+  });
+}
+
+void describe('FairLock across OS processes', () => {
+  // Child processes use ioredis and node-redis alternately; the parent holds and inspects with ioredis.
+  const adapter = adapters[0];
+  if (!adapter) throw new Error('no adapter');
+  const pool: WaiterProcess[] = [];
+  const take = (): WaiterProcess => {
+    const p = pool.shift();
+    if (!p) throw new Error('process pool exhausted');
+    return p;
+  };
+  before(async () => {
+    for (let i = 0; i < 9; i++) pool.push(waiterProcess(adapters[i % 2]?.name ?? 'ioredis', server.url));
+    await Promise.all(pool.map((p) => p.ready));
+  });
+  after(() => {
+    for (const p of pool) p.child.kill('SIGKILL');
+  });
+
+  void it('waiters in different processes get the lock in the order they queued', async () => {
+    const { holdfast, dispose } = await makeHoldfast(adapter, server.url);
+    try {
+      const prefix = holdfast.settings.prefix;
+      const lock = holdfast.fairLock('fifo-procs');
+      const held = await lock.acquire();
+      // start the processes together (start-up is slow), then let them queue one after the other
+      const procs = [take(), take(), take()];
+      const ids = ['2', '0', '1'];
+      for (const [n, p] of procs.entries()) {
+        p.go({ prefix, name: 'fifo-procs', id: ids[n] ?? '', waiterTimeout: 5000, holdMs: 20 });
+        await until(async () => (await lock.inspect()).waiters.length === n + 1, 15_000, `waiter ${n} queued`);
+      }
+      await held.release();
+      assert.deepEqual(
+        await Promise.all(procs.map((p) => p.exited)),
+        procs.map(() => 0),
+      );
+      assert.deepEqual(await holdfast.core.command(['LRANGE', `${prefix}order`, '0', '-1']), ['2', '0', '1']);
+    } finally {
+      await dispose();
+    }
+  });
+
+  void it('skips a waiter killed with SIGKILL within the waiterTimeout bound', async () => {
+    const waiterTimeout = 1000;
+    const { holdfast, dispose } = await makeHoldfast(adapter, server.url);
+    try {
+      const prefix = holdfast.settings.prefix;
+      const lock = holdfast.fairLock('crash', { waiterTimeout });
+      const held = await lock.acquire();
+      const [victim, survivor] = [take(), take()];
+      victim.go({ prefix, name: 'crash', id: 'victim', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 1, 15_000, 'victim queued');
+      survivor.go({ prefix, name: 'crash', id: 'survivor', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 2, 15_000, 'survivor queued');
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      // Release at once: the victim's client still counts as alive, so the lock is granted to the dead victim; the
+      // grant must lapse and pass on to the survivor within the bound.
+      const released = Date.now();
+      await held.release();
+      const acquiredAt = await survivor.acquired;
+      assert.equal(await survivor.exited, 0);
+      const took = acquiredAt - released;
+      // the bound is about 0.8 × waiterTimeout; allow for a loaded machine and process start-up noise
+      assert.ok(took <= waiterTimeout + 500, `survivor waited ${took} ms after the release`);
+      assert.deepEqual(await holdfast.core.command(['LRANGE', `${prefix}order`, '0', '-1']), ['survivor']);
+      assert.equal((await lock.inspect()).queueLength, 0);
+    } finally {
+      await dispose();
+    }
+  });
+
+  void it('a dead waiter deep in the queue is skipped without delay once its client counts as dead', async () => {
+    const waiterTimeout = 500;
+    const { holdfast, dispose } = await makeHoldfast(adapter, server.url);
+    try {
+      const prefix = holdfast.settings.prefix;
+      const lock = holdfast.fairLock('crash-deep', { waiterTimeout });
+      const held = await lock.acquire();
+      const [victim, survivor] = [take(), take()];
+      victim.go({ prefix, name: 'crash-deep', id: 'victim', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 1, 15_000, 'victim queued');
+      survivor.go({ prefix, name: 'crash-deep', id: 'survivor', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 2, 15_000, 'survivor queued');
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      // after 0.6 × waiterTimeout without a heartbeat the victim is no longer listed as a live waiter
+      await until(async () => (await lock.inspect()).waiters.length === 1, 2000, 'victim counted dead');
+      const released = Date.now();
+      await held.release();
+      const took = (await survivor.acquired) - released;
+      assert.ok(took < 300, `survivor waited ${took} ms after the release`);
+      assert.equal(await survivor.exited, 0);
+    } finally {
+      await dispose();
+    }
+  });
+
+  void it('a waiter whose process was frozen past its alive time is skipped, and queues again when it resumes', async () => {
+    const waiterTimeout = 500;
+    const { holdfast, dispose } = await makeHoldfast(adapter, server.url);
+    try {
+      const prefix = holdfast.settings.prefix;
+      const lock = holdfast.fairLock('frozen', { waiterTimeout });
+      const held = await lock.acquire();
+      const [sleeper, other] = [take(), take()];
+      sleeper.go({ prefix, name: 'frozen', id: 'sleeper', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 1, 15_000, 'sleeper queued');
+      other.go({ prefix, name: 'frozen', id: 'other', waiterTimeout, holdMs: 0 });
+      await until(async () => (await lock.inspect()).waiters.length === 2, 15_000, 'other queued');
+      sleeper.child.kill('SIGSTOP');
+      try {
+        await until(async () => (await lock.inspect()).waiters.length === 1, 3000, 'sleeper counted dead');
+        await held.release();
+        await other.acquired;
+      } finally {
+        sleeper.child.kill('SIGCONT');
+      }
+      // resumed: its heartbeat learns it was counted dead, its waiter queues again and gets the lock
+      await sleeper.acquired;
+      assert.deepEqual(await Promise.all([sleeper.exited, other.exited]), [0, 0]);
+      assert.deepEqual(await holdfast.core.command(['LRANGE', `${prefix}order`, '0', '-1']), ['other', 'sleeper']);
+    } finally {
+      await dispose();
+    }
+  });
+});

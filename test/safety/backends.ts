@@ -1,0 +1,209 @@
+/**
+ * The lock implementations a worker can drive, behind one small interface. A backend reports what the checker needs
+ * (token, claimed validity in reference time, when the granted request left the client) without the worker knowing
+ * how the lock works. Adding Redlock (or ZooKeeper) means adding one function here and naming it in a scenario.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Holdfast, type HeldLock, type RedisTransport } from '../../src/index.js';
+import { toTransport } from '../../src/holdfast.js';
+import { scripts } from '../../src/lua/scripts.gen.js';
+import { perfOffset, refNow } from './clock.js';
+
+/** What a held lock tells the worker. */
+export interface HeldHandle {
+  token: number;
+  leaseMs: number;
+  /** When the granted request was sent (reference ms). */
+  sendRef: number;
+  /** The client's current deadline for the lease (reference ms): it changes as the lease is renewed. */
+  validUntil(): number;
+  /** Aborts when the backend considers the lock lost. */
+  signal: AbortSignal;
+  /** Extends a fixed lease; resolves with the new deadline and the extension's send time. */
+  extend(leaseMs: number): Promise<{ validUntil: number; sendRef: number }>;
+  release(): Promise<void>;
+}
+
+/** Hooks the worker gives a backend to log what happens under the hood (watchdog renewals). */
+export interface BackendHooks {
+  /** A renewal the backend made by itself succeeded (watchdog). */
+  onRenewed(sendRef: number, validUntil: number, leaseMs: number): void;
+}
+
+export interface LockBackend {
+  acquire(options: { timeoutMs: number; signal: AbortSignal }): Promise<HeldHandle>;
+  close(): Promise<void>;
+}
+
+export interface BackendConfig {
+  /** Redis URLs this worker reaches the lock servers by (through its fault proxies). */
+  urls: string[];
+  lock: string;
+  prefix: string;
+  adapter: 'ioredis' | 'node-redis';
+  leaseMs: number;
+  /** Keep the lease with holdfast's watchdog (true) or hold a fixed lease (false). */
+  watchdog: boolean;
+  watchdogIntervalMs: number;
+  commandTimeoutMs: number;
+}
+
+/**
+ * A connected client of the given kind, set up as test/support/clients.ts does. node-redis is imported only when
+ * asked for: loading it costs a second of start-up per worker on a busy two-core machine.
+ */
+async function connectClient(kind: BackendConfig['adapter'], url: string): Promise<{ redis: unknown; disconnect: () => void }> {
+  if (kind === 'ioredis') {
+    const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    client.on('error', () => {});
+    await client.connect();
+    return { redis: client, disconnect: () => client.disconnect() };
+  }
+  const { createClient } = await import('redis');
+  const client = createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    redis: client,
+    disconnect: () => {
+      try {
+        client.destroy();
+      } catch {
+        /* already closed */
+      }
+    },
+  };
+}
+
+/** holdfast's reentrant `Lock`, over ioredis or node-redis. */
+export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
+  const url = config.urls[0];
+  if (!url) throw new Error('holdfast backend needs one URL');
+  const { redis, disconnect } = await connectClient(config.adapter, url);
+  const offset = perfOffset();
+  const lockKey = `${config.prefix}{${config.lock}}:lock`;
+  // Observe (never change) what holdfast sends: the send time of the last acquire / renew for our lock.
+  const inner = toTransport(redis);
+  let acquireSent = 0;
+  let current: HeldLock | undefined;
+  const observed: RedisTransport = {
+    kind: inner.kind,
+    eval: (s, k, a) => inner.eval(s, k, a),
+    command: (a, k) => inner.command(a, k),
+    createSubscriber: (f, s) => inner.createSubscriber(f, s),
+    evalsha: (sha, keys, args) => {
+      const sent = refNow();
+      const reply = inner.evalsha(sha, keys, args);
+      if (keys[0] === lockKey && sha === scripts['lock/acquire'].sha) acquireSent = sent;
+      if (keys[0] === lockKey && sha === scripts['lock/renew'].sha && config.watchdog) {
+        const held = current;
+        reply.then(
+          (r) => {
+            // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
+            if (r === 1 && held && held === current) setImmediate(() => hooks.onRenewed(sent, held.hold.lease.deadline + offset, config.leaseMs));
+          },
+          () => {},
+        );
+      }
+      return reply;
+    },
+  };
+  const holdfast = new Holdfast({
+    redis: observed,
+    prefix: config.prefix,
+    commandTimeout: config.commandTimeoutMs,
+    ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
+  });
+  const lock = holdfast.lock(config.lock);
+  return {
+    async acquire({ timeoutMs, signal }) {
+      const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
+      current = held;
+      return {
+        token: held.token,
+        leaseMs: config.leaseMs,
+        sendRef: acquireSent,
+        validUntil: () => held.hold.lease.deadline + offset,
+        signal: held.signal,
+        async extend(leaseMs) {
+          const sendRef = refNow();
+          await held.extend(leaseMs);
+          return { sendRef, validUntil: held.hold.lease.deadline + offset };
+        },
+        async release() {
+          current = undefined;
+          await held.release();
+        },
+      };
+    },
+    async close() {
+      await holdfast.close().catch(() => {});
+      disconnect();
+    },
+  };
+}
+
+/**
+ * A deliberately simple majority lock over N independent redis-servers (the Redlock algorithm without its
+ * refinements), used only for the harness self-test: a node that restarts empty at once lets a second client win a
+ * majority while the first still holds — a double grant the checker must see. Fixed lease, no renewal. The token is
+ * the largest of per-node `INCR` counters: best effort, lost with a node's data.
+ */
+export async function majorityBackend(config: BackendConfig): Promise<LockBackend> {
+  const nodes = config.urls.map((url) => {
+    const r = new Redis(url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 200, retryStrategy: () => 50 });
+    r.on('error', () => {});
+    return r;
+  });
+  const key = `${config.prefix}{${config.lock}}:mlock`;
+  const fence = `${config.prefix}{${config.lock}}:mfence`;
+  const quorum = Math.floor(nodes.length / 2) + 1;
+  const drift = Math.floor(config.leaseMs * 0.01) + 2;
+  const perNodeTimeout = 100;
+  const ACQ = `if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('incr', KEYS[2]) end return 0`;
+  const REL = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+  const bounded = <T>(p: Promise<T>) =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('node timeout')), perNodeTimeout).unref())]);
+  const releaseAll = (value: string) => Promise.allSettled(nodes.map((n) => bounded(n.eval(REL, 1, key, value))));
+  await Promise.all(nodes.map((n) => n.ping().catch(() => {})));
+  return {
+    async acquire({ timeoutMs, signal }) {
+      const deadline = refNow() + timeoutMs;
+      for (;;) {
+        signal.throwIfAborted();
+        const value = randomUUID();
+        const t1 = refNow();
+        const replies = await Promise.allSettled(nodes.map((n) => bounded(n.eval(ACQ, 2, key, fence, value, config.leaseMs) as Promise<number>)));
+        const tokens = replies.flatMap((r) => (r.status === 'fulfilled' && r.value > 0 ? [r.value] : []));
+        const validity = config.leaseMs - (refNow() - t1) - drift;
+        if (tokens.length >= quorum && validity > 0) {
+          const validUntil = t1 + config.leaseMs - drift;
+          const controller = new AbortController();
+          setTimeout(() => controller.abort(new Error('lease ran out')), validUntil - refNow()).unref();
+          return {
+            token: Math.max(...tokens),
+            leaseMs: config.leaseMs,
+            sendRef: t1,
+            validUntil: () => validUntil,
+            signal: controller.signal,
+            extend() {
+              return Promise.reject(new Error('the self-test majority lock does not extend'));
+            },
+            async release() {
+              await releaseAll(value);
+            },
+          };
+        }
+        await releaseAll(value);
+        if (refNow() > deadline) throw Object.assign(new Error('majority not reached'), { code: 'ACQUIRE_TIMEOUT' });
+        await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
+      }
+    },
+    async close() {
+      for (const n of nodes) n.disconnect();
+    },
+  };
+}

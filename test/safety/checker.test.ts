@@ -1,0 +1,344 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { checkHistory, checkResource, type CheckOptions } from './checker.js';
+import type { HistoryEvent, NemesisEvent } from './history.js';
+
+const opts: CheckOptions = { uncertaintyMs: 0.5, useBudgetMs: 60, livenessBoundMs: 1500, endRef: 100_000 };
+
+interface GrantSpec {
+  w: string;
+  n?: number;
+  lock?: string;
+  inv?: number;
+  ok: number;
+  token: number;
+  lease?: number;
+  /** Claimed validity end; defaults to ok + lease - 10 */
+  validUntil?: number;
+  sendRef?: number;
+  uses?: [number, number][];
+  rel?: number;
+  relFail?: string;
+  lost?: number;
+}
+
+/** The events of one well-formed grant. */
+function grant(s: GrantSpec): HistoryEvent[] {
+  const id = `${s.w}#${s.n ?? 1}`;
+  const lock = s.lock ?? 'L';
+  const lease = s.lease ?? 1000;
+  const sendRef = s.sendRef ?? s.ok - 1;
+  const base = { w: s.w, grant: id };
+  const events: HistoryEvent[] = [
+    { ...base, type: 'acq.inv', ref: s.inv ?? sendRef, lock },
+    { ...base, type: 'acq.ok', ref: s.ok, lock, token: s.token, validUntil: s.validUntil ?? sendRef + lease - 12, sendRef, leaseMs: lease },
+  ];
+  for (const [a, b] of s.uses ?? []) {
+    events.push({ ...base, type: 'use.inv', ref: a, token: s.token }, { ...base, type: 'use.ok', ref: b, token: s.token, accepted: true });
+  }
+  if (s.lost !== undefined) events.push({ ...base, type: 'lost', ref: s.lost, reason: 'expired' });
+  if (s.rel !== undefined) {
+    events.push({ ...base, type: 'rel.inv', ref: s.rel });
+    events.push(s.relFail ? { ...base, type: 'rel.fail', ref: s.rel + 1, code: s.relFail } : { ...base, type: 'rel.ok', ref: s.rel + 1 });
+  }
+  return events;
+}
+
+const nemesis = (n: Omit<NemesisEvent, 'type'>): NemesisEvent => ({ type: 'nemesis', ...n });
+
+void describe('interval checker', () => {
+  void test('a clean hand-off history has no overlap and no finding', () => {
+    const r = checkHistory(
+      [
+        ...grant({ w: 'a', ok: 100, token: 1, uses: [[110, 150]], rel: 160 }),
+        ...grant({ w: 'b', ok: 161, token: 2, uses: [[170, 200]], rel: 210 }),
+        ...grant({ w: 'a', n: 2, ok: 212, token: 3, rel: 300 }),
+      ],
+      opts,
+    );
+    assert.equal(r.grants, 3);
+    assert.equal(r.uses, 2);
+    assert.deepEqual(r.overlaps, []);
+    assert.deepEqual(r.findings, []);
+    assert.deepEqual(r.counts, { expected: 0, ambiguous: 0, bug: 0 });
+  });
+
+  void test('two holders at once with no fault is a bug (claims overlap)', () => {
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 500 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })], opts);
+    assert.equal(r.overlaps.length, 1);
+    assert.equal(r.overlaps[0]?.verdict, 'bug');
+    assert.equal(r.overlaps[0]?.reason, 'claims-overlap');
+    assert.equal(r.overlaps[0]?.overlapMs, 200);
+    assert.equal(r.counts.bug, 1);
+  });
+
+  void test('order of events in the file does not matter', () => {
+    const events = [...grant({ w: 'a', ok: 100, token: 1, rel: 500 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })].reverse();
+    assert.equal(checkHistory(events, opts).counts.bug, 1);
+  });
+
+  void test('an overlap within the clock uncertainty is ambiguous, not a bug', () => {
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 300.6 }), ...grant({ w: 'b', ok: 300, token: 2, rel: 600 })], opts);
+    assert.equal(r.overlaps[0]?.verdict, 'ambiguous');
+    assert.equal(r.counts.bug, 0);
+  });
+
+  void test('the claim ends at validUntil: a next holder after the lease is no overlap', () => {
+    // a held a 1000 ms lease from 99 (valid until 1087) and never released; b takes over at 1200.
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 1 }), ...grant({ w: 'b', ok: 1200, token: 2, rel: 1300 })], opts);
+    assert.deepEqual(r.overlaps, []);
+  });
+
+  void test('a use past the claim by a paused holder is an expected overlap', () => {
+    const events = [
+      // a: valid until 1087, its use started at 1000 and finished at 2600 after a SIGSTOP
+      ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 2600]], lost: 2601, rel: 2602, relFail: 'LOCK_NOT_HELD' }),
+      ...grant({ w: 'b', ok: 1200, token: 2, uses: [[1210, 1300]], rel: 1400 }),
+      nemesis({ kind: 'pause-client', target: 'a', from: 1010, to: 2590 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.equal(r.overlaps.length, 1);
+    assert.equal(r.overlaps[0]?.verdict, 'expected');
+    assert.equal(r.overlaps[0]?.reason, 'client-paused');
+    assert.equal(r.overlaps[0]?.claims, false);
+    assert.equal(r.counts.bug, 0, JSON.stringify(r.findings));
+  });
+
+  void test("the worker's own stall record explains a pause as well as the nemesis log", () => {
+    const events: HistoryEvent[] = [
+      ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 2600]] }),
+      ...grant({ w: 'b', ok: 1200, token: 2, rel: 1400 }),
+      { type: 'stall', w: 'a', from: 1020, to: 2580 },
+    ];
+    assert.equal(checkHistory(events, opts).overlaps[0]?.reason, 'client-paused');
+  });
+
+  void test('a pause of another worker does not excuse the holder', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 1, uses: [[1000, 1500]] }),
+      ...grant({ w: 'b', ok: 1200, token: 2, rel: 1400 }),
+      nemesis({ kind: 'pause-client', target: 'c', from: 1010, to: 1490 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.equal(r.overlaps[0]?.verdict, 'expected');
+    assert.equal(r.overlaps[0]?.reason, 'use-overran'); // 500 ms use > 60 ms budget, no pause
+  });
+
+  void test('a short use that still ends outside its claim, with no pause, is a bug', () => {
+    const events = [...grant({ w: 'a', ok: 100, token: 1, uses: [[1080, 1130]] }), ...grant({ w: 'b', ok: 1100, token: 2, rel: 1400 })];
+    const r = checkHistory(events, opts);
+    assert.equal(r.overlaps[0]?.verdict, 'bug');
+    assert.equal(r.overlaps[0]?.reason, 'use-outside-claim');
+  });
+
+  void test('claims that overlap after the lock server lost its data are expected', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 5, rel: 800 }),
+      nemesis({ kind: 'restart-server', target: 'lock', from: 300, to: 350, dataLoss: true }),
+      ...grant({ w: 'b', ok: 400, token: 1, rel: 700 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.equal(r.overlaps[0]?.verdict, 'expected');
+    assert.equal(r.overlaps[0]?.reason, 'data-loss');
+    assert.ok(r.findings.some((f) => f.kind === 'token-regress' && f.verdict === 'expected'));
+    assert.equal(r.counts.bug, 0);
+  });
+
+  void test('a restart that kept its data does not excuse an overlap', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 1, rel: 800 }),
+      nemesis({ kind: 'restart-server', target: 'lock', from: 300, to: 350 }),
+      ...grant({ w: 'b', ok: 400, token: 2, rel: 700 }),
+    ];
+    assert.equal(checkHistory(events, opts).overlaps[0]?.verdict, 'bug');
+  });
+
+  void test('an extension asked for after the claim ended does not revive it', () => {
+    const events: HistoryEvent[] = [
+      ...grant({ w: 'a', ok: 100, token: 1, validUntil: 600, lease: 600 }),
+      { type: 'ext.ok', w: 'a', grant: 'a#1', ref: 640, validUntil: 1200, sendRef: 620, leaseMs: 600 },
+      ...grant({ w: 'b', ok: 700, token: 2, rel: 800 }),
+    ];
+    assert.deepEqual(checkHistory(events, opts).overlaps, []);
+    // ...while one asked for in time does extend the claim, so a second holder inside it is a bug.
+    const inTime: HistoryEvent[] = [
+      ...grant({ w: 'a', ok: 100, token: 1, validUntil: 600, lease: 600 }),
+      { type: 'ext.ok', w: 'a', grant: 'a#1', ref: 560, validUntil: 1130, sendRef: 550, leaseMs: 600 },
+      ...grant({ w: 'b', ok: 700, token: 2, rel: 800 }),
+    ];
+    assert.equal(checkHistory(inTime, opts).overlaps[0]?.reason, 'claims-overlap');
+  });
+
+  void test('a killed holder ends its claim at the kill', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 1 }),
+      nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
+      ...grant({ w: 'b', ok: 300, token: 2, rel: 400 }),
+    ];
+    // b got it while a's lease would still run: not an overlap because a is dead.
+    assert.deepEqual(checkHistory(events, opts).overlaps, []);
+  });
+});
+
+void describe('tokens, validity and release', () => {
+  void test('a token that goes backwards with no data loss is a bug', () => {
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 3, rel: 400 })], opts);
+    assert.deepEqual(
+      r.findings.map((f) => [f.kind, f.verdict]),
+      [['token-regress', 'bug']],
+    );
+  });
+
+  void test('quorum tokens: a node reset before both grants explains a regress; a single counter does not', () => {
+    const events = [
+      nemesis({ kind: 'restart-server', target: 'node-b', from: 50, to: 60, dataLoss: true }),
+      ...grant({ w: 'a', ok: 100, token: 10, rel: 200 }),
+      ...grant({ w: 'b', ok: 300, token: 5, rel: 400 }),
+    ];
+    assert.equal(checkHistory(events, { ...opts, tokenScope: 'quorum' }).counts.bug, 0);
+    assert.equal(checkHistory(events, opts).counts.bug, 1);
+    // tokens with no order promise are not checked at all
+    assert.deepEqual(checkHistory(events, { ...opts, tokenScope: 'none' }).findings, []);
+  });
+
+  void test('a duplicate token is a bug', () => {
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 4, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 4, rel: 400 })], opts);
+    assert.ok(r.findings.some((f) => f.kind === 'duplicate-token' && f.verdict === 'bug'));
+  });
+
+  void test('concurrent requests may get tokens in either order', () => {
+    // b sent its request before a's grant came back: no real-time order between them.
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 9, sendRef: 90, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 8, sendRef: 95, inv: 95, rel: 400 })], opts);
+    assert.deepEqual(r.findings, []);
+  });
+
+  void test('a validity longer than the lease from the send is unsound', () => {
+    const r = checkHistory(grant({ w: 'a', ok: 100, sendRef: 95, validUntil: 1100, token: 1, rel: 200 }), opts);
+    assert.deepEqual(
+      r.findings.map((f) => f.kind),
+      ['unsound-validity'],
+    );
+  });
+
+  void test('a release refused as not held inside a valid lease is a bug, after a loss it is not', () => {
+    const spurious = checkHistory(grant({ w: 'a', ok: 100, token: 1, rel: 300, relFail: 'LOCK_NOT_HELD' }), opts);
+    assert.equal(spurious.findings[0]?.kind, 'spurious-not-held');
+    const afterLoss = checkHistory(grant({ w: 'a', ok: 100, token: 1, lost: 250, rel: 300, relFail: 'LOCK_NOT_HELD' }), opts);
+    assert.deepEqual(afterLoss.findings, []);
+    // a loss noticed only because the release itself was refused does not excuse it
+    const events = grant({ w: 'a', ok: 100, token: 1, rel: 300, relFail: 'LOCK_NOT_HELD' });
+    events.push({ type: 'lost', w: 'a', grant: 'a#1', ref: 300.5, reason: 'expired' });
+    assert.equal(checkHistory(events, opts).findings[0]?.kind, 'spurious-not-held');
+    // a release sent inside the lease whose retries only reached Redis after the lease ended may be refused
+    const late = grant({ w: 'a', ok: 100, token: 1 });
+    late.push({ type: 'rel.inv', w: 'a', grant: 'a#1', ref: 300 }, { type: 'rel.fail', w: 'a', grant: 'a#1', ref: 1200, code: 'LOCK_NOT_HELD' });
+    assert.deepEqual(checkHistory(late, opts).findings, []);
+  });
+});
+
+void describe('liveness', () => {
+  void test('a killed holder is replaced within the bound', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 1 }),
+      nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
+      ...grant({ w: 'b', ok: 1150, token: 2, rel: 1200 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.deepEqual(r.liveness, { checks: 1, held: true, maxLatencyMs: 950, maxHandoffMs: null });
+  });
+
+  void test('a lock leaked past the bound is reported', () => {
+    const events = [
+      ...grant({ w: 'a', ok: 100, token: 1 }),
+      nemesis({ kind: 'kill-client', target: 'a', from: 200, to: 200 }),
+      ...grant({ w: 'b', ok: 5000, token: 2, rel: 5100 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.equal(r.liveness.held, false);
+    assert.equal(r.findings[0]?.kind, 'liveness');
+    assert.equal(r.counts.bug, 1);
+  });
+
+  void test('a lock left idle while a worker waits, with no fault around, breaks the hand-off bound', () => {
+    const slow = checkHistory(
+      [...grant({ w: 'a', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', inv: 150, sendRef: 2900, ok: 3000, token: 2, rel: 3100 })],
+      opts,
+    );
+    assert.equal(slow.liveness.held, false);
+    assert.equal(slow.findings[0]?.kind, 'liveness');
+    const fast = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', inv: 150, sendRef: 202, ok: 203, token: 2, rel: 300 })], opts);
+    assert.deepEqual(fast.liveness, { checks: 1, held: true, maxLatencyMs: null, maxHandoffMs: 3 });
+  });
+
+  void test('no grant at all after a healed fault breaks recovery', () => {
+    const events = [...grant({ w: 'a', ok: 100, token: 1, rel: 150 }), nemesis({ kind: 'pause-server', target: 'lock', from: 200, to: 2000 })];
+    const r = checkHistory(events, { ...opts, endRef: 10_000 });
+    assert.equal(r.liveness.held, false);
+    assert.equal(r.findings[0]?.kind, 'recovery');
+    // ...but a run that ended before the bound elapsed is not judged.
+    assert.equal(checkHistory(events, { ...opts, endRef: 2500 }).liveness.held, true);
+  });
+});
+
+void describe('resource oracles', () => {
+  void test('a well-behaved fenced resource and counters', () => {
+    const r = checkResource({
+      fenced: [
+        { op: 'r', token: 1, grant: 'a#1', ok: true },
+        { op: 'w', token: 1, grant: 'a#1', ok: true },
+        { op: 'r', token: 2, grant: 'b#1', ok: true },
+        { op: 'w', token: 1, grant: 'a#1', ok: false },
+        { op: 'w', token: 2, grant: 'b#1', ok: true },
+      ],
+      shadow: [
+        { token: 1, grant: 'a#1' },
+        { token: 2, grant: 'b#1' },
+      ],
+      fencedCounter: 2,
+      unfencedCounter: 2,
+    });
+    assert.deepEqual(r, { fencedWrites: 2, rejected: 1, staleAccepted: 0, shadowStale: 0, lostFenced: 0, lostUnfenced: 0 });
+  });
+
+  void test('a resource that accepted a stale token, or the same token from another grant, is caught', () => {
+    const r = checkResource({
+      fenced: [
+        { op: 'w', token: 5, grant: 'a#1', ok: true },
+        { op: 'w', token: 4, grant: 'b#1', ok: true },
+        { op: 'w', token: 5, grant: 'c#1', ok: true },
+      ],
+      shadow: [],
+      fencedCounter: 3,
+      unfencedCounter: 0,
+    });
+    assert.equal(r.staleAccepted, 2);
+  });
+
+  void test('the shadow shows stale writes and lost updates that fencing prevented', () => {
+    const r = checkResource({
+      fenced: [{ op: 'w', token: 2, grant: 'b#1', ok: true }],
+      shadow: [
+        { token: 2, grant: 'b#1' },
+        { token: 1, grant: 'a#1' },
+      ],
+      fencedCounter: 1,
+      unfencedCounter: 1,
+    });
+    assert.equal(r.shadowStale, 1);
+    assert.equal(r.lostUnfenced, 1);
+    assert.equal(r.lostFenced, 0);
+  });
+
+  void test('a counter missing acknowledged increments shows lost updates', () => {
+    const r = checkResource({
+      fenced: [
+        { op: 'w', token: 1, grant: 'a#1', ok: true },
+        { op: 'w', token: 2, grant: 'b#1', ok: true },
+      ],
+      shadow: [],
+      fencedCounter: 1,
+      unfencedCounter: 0,
+    });
+    assert.equal(r.lostFenced, 1);
+  });
+});

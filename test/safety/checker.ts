@@ -1,0 +1,443 @@
+/**
+ * The history checker: pure functions from a recorded history (and the oracles' logs) to findings.
+ *
+ * - **Interval checker.** Each grant g owns `[start, end]`: `start` = its `acq.ok`; its *claim* ends at
+ *   `min(rel.inv, validUntil, lost, kill of its worker)`; `end` = `max(claim end, end of its last use)` (a use that
+ *   runs past the claim is still the worker acting as owner). Two grants of one lock whose intervals overlap by more
+ *   than the timing uncertainty (`2 × uncertaintyMs`) are a violation; less is ambiguous. Every violation is
+ *   classified: **expected** when a timing assumption was broken — the lock server lost its data, or the earlier
+ *   holder was paused across its own deadline, or its critical section overran the margin it checked for — and a
+ *   **bug** otherwise. Claims (what the library promised) may only overlap after data loss.
+ * - **Tokens.** Two grants never share a token; a grant requested after another was granted gets a larger token
+ *   (unless the server lost its data in between: expected).
+ * - **Validity soundness.** A claimed `validUntil` is never later than `sendRef + leaseMs`: the earliest moment
+ *   Redis could expire the key.
+ * - **Release.** A release refused as "not held" while the lease was still valid and nothing was lost is a bug.
+ * - **Liveness.** After a holder is killed, another worker acquires within `livenessBoundMs`; after a fault heals,
+ *   someone acquires within `recoveryBoundMs`.
+ * - **Resource oracles** ({@link checkResource}): stale writes the fenced resource accepted, stale writes an
+ *   unfenced shadow let through (what fencing prevented), lost updates on both counters.
+ *
+ * @module
+ */
+import type { HistoryEvent, NemesisEvent } from './history.js';
+
+export interface CheckOptions {
+  /** Uncertainty of one timestamp, in ms (measured by the clock self-test, plus slack). */
+  uncertaintyMs: number;
+  /** A worker starts a use only when at least this many ms of its claim are left; a use taking longer overran. */
+  useBudgetMs: number;
+  /** After a holder is killed, another worker must acquire within this many ms. */
+  livenessBoundMs: number;
+  /** After a fault heals, some worker must acquire within this many ms. @default livenessBoundMs */
+  recoveryBoundMs?: number;
+  /** Reference time the run ended: a bound that had not elapsed by then is not judged. */
+  endRef: number;
+  /**
+   * Where tokens come from. `single`: one counter (one Redis): only a loss of its data between two grants explains a
+   * token going backwards. `quorum`: the largest of several nodes' counters (a majority lock): a node that lost its
+   * counter at any earlier time can hand out smaller tokens later.
+   * `none`: tokens carry no order promise (a naive majority lock's per-node counters diverge): not checked.
+   * @default 'single'
+   */
+  tokenScope?: 'single' | 'quorum' | 'none';
+}
+
+/** One grant as the checker sees it. */
+export interface Grant {
+  id: string;
+  w: string;
+  lock: string;
+  start: number;
+  token: number;
+  sendRef: number;
+  leaseMs: number;
+  validUntil: number;
+  claimEnd: number;
+  end: number;
+  uses: { inv: number; end: number; complete: boolean }[];
+  lostRef: number | undefined;
+  relInv: number | undefined;
+}
+
+export type ExpectedReason = 'data-loss' | 'client-paused' | 'use-overran';
+
+export interface Overlap {
+  lock: string;
+  first: string;
+  second: string;
+  overlapMs: number;
+  /** True when the claims themselves overlapped (not only a use past its claim). */
+  claims: boolean;
+  verdict: 'expected' | 'bug' | 'ambiguous';
+  reason: ExpectedReason | 'claims-overlap' | 'use-outside-claim' | 'within-uncertainty';
+}
+
+export interface Finding {
+  kind: 'token-regress' | 'duplicate-token' | 'unsound-validity' | 'spurious-not-held' | 'liveness' | 'recovery';
+  verdict: 'expected' | 'bug';
+  detail: string;
+}
+
+export interface HistoryReport {
+  /** Acquisitions (definite `acq.ok`) checked. */
+  grants: number;
+  /** Uses (protected operations) recorded. */
+  uses: number;
+  /** Faults injected (nemesis events). */
+  faults: number;
+  overlaps: Overlap[];
+  findings: Finding[];
+  counts: { expected: number; ambiguous: number; bug: number };
+  /** Checks made (kills, healed faults, hand-offs to a waiter), whether every bound held, the worst latencies. */
+  liveness: { checks: number; held: boolean; maxLatencyMs: number | null; maxHandoffMs: number | null };
+  /** Lease renewals/extensions that succeeded or were refused, and losses the clients noticed. */
+  leases: { extended: number; refused: number; lost: number };
+}
+
+const NOT_HELD = 'LOCK_NOT_HELD';
+
+/** Builds grants from a history (events of every worker plus nemesis events, any order). */
+export function buildGrants(events: readonly HistoryEvent[], endRef: number): Grant[] {
+  const kills = new Map<string, number>();
+  for (const e of events) if (e.type === 'nemesis' && e.kind === 'kill-client') kills.set(e.target, Math.min(kills.get(e.target) ?? Infinity, e.from));
+  const sorted = [...events].sort((a, b) => refOf(a) - refOf(b));
+  const grants = new Map<string, Grant>();
+  const openUses = new Map<string, { inv: number; end: number; complete: boolean }>();
+  for (const e of sorted) {
+    if (e.type === 'nemesis' || e.type === 'stall') continue;
+    if (e.type === 'acq.ok') {
+      grants.set(e.grant, {
+        id: e.grant,
+        w: e.w,
+        lock: e.lock,
+        start: e.ref,
+        token: e.token,
+        sendRef: e.sendRef,
+        leaseMs: e.leaseMs,
+        validUntil: e.validUntil,
+        claimEnd: Infinity,
+        end: Infinity,
+        uses: [],
+        lostRef: undefined,
+        relInv: undefined,
+      });
+      continue;
+    }
+    const g = grants.get(e.grant);
+    if (!g) continue;
+    switch (e.type) {
+      case 'ext.ok':
+        // An extension only counts if it was asked for while the claim still stood: it never revives one.
+        if (g.lostRef === undefined && g.relInv === undefined && e.sendRef < g.validUntil) g.validUntil = Math.max(g.validUntil, e.validUntil);
+        break;
+      case 'lost':
+        g.lostRef ??= e.ref;
+        break;
+      case 'rel.inv':
+        g.relInv ??= e.ref;
+        break;
+      case 'use.inv': {
+        const use = { inv: e.ref, end: Infinity, complete: false };
+        g.uses.push(use);
+        openUses.set(e.grant, use);
+        break;
+      }
+      case 'use.ok':
+      case 'use.fail': {
+        const use = openUses.get(e.grant);
+        if (use) {
+          use.end = e.ref;
+          use.complete = true;
+          openUses.delete(e.grant);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (const g of grants.values()) {
+    const killed = kills.get(g.w);
+    const dead = killed !== undefined && killed >= g.start ? killed : Infinity;
+    g.claimEnd = Math.min(g.relInv ?? Infinity, g.validUntil, g.lostRef ?? Infinity, dead);
+    // A use cut short by a kill ends at the kill; one never completed otherwise is open until the run ends.
+    for (const u of g.uses) if (!u.complete) u.end = Math.min(dead, endRef);
+    g.end = Math.max(g.claimEnd, ...g.uses.map((u) => u.end));
+  }
+  return [...grants.values()];
+}
+
+function refOf(e: HistoryEvent): number {
+  return e.type === 'nemesis' || e.type === 'stall' ? e.from : e.ref;
+}
+
+/** Checks a history. */
+export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions): HistoryReport {
+  const u = opts.uncertaintyMs;
+  const grants = buildGrants(events, opts.endRef);
+  const nemeses = events.filter((e): e is NemesisEvent => e.type === 'nemesis');
+  const dataLoss = nemeses.filter((n) => n.dataLoss);
+  const lossBetween = (a: number, b: number) => dataLoss.some((n) => n.from >= a - u && n.from <= b + u);
+  const pausesOf = (w: string) => [
+    ...events.filter((e): e is Extract<HistoryEvent, { type: 'stall' }> => e.type === 'stall' && e.w === w),
+    ...nemeses.filter((n) => n.kind === 'pause-client' && n.target === w),
+  ];
+
+  const overlaps: Overlap[] = [];
+  const findings: Finding[] = [];
+  const byLock = new Map<string, Grant[]>();
+  for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
+
+  for (const [lock, list] of byLock) {
+    list.sort((a, b) => a.start - b.start);
+    // Sweep: `active` holds grants whose interval may still reach the next start.
+    let active: Grant[] = [];
+    for (const h of list) {
+      active = active.filter((g) => g.end > h.start);
+      for (const g of active) {
+        if (g.w === h.w) continue; // one worker is sequential: its own grants cannot overlap
+        const overlapMs = Math.min(g.end, h.end) - h.start;
+        if (overlapMs <= 0) continue;
+        const claimOverlap = Math.min(g.claimEnd, h.claimEnd) - h.start;
+        const claims = claimOverlap > 2 * u;
+        let verdict: Overlap['verdict'];
+        let reason: Overlap['reason'];
+        if (overlapMs <= 2 * u) {
+          verdict = 'ambiguous';
+          reason = 'within-uncertainty';
+        } else if (lossBetween(g.start, h.start)) {
+          verdict = 'expected';
+          reason = 'data-loss';
+        } else if (claims) {
+          verdict = 'bug';
+          reason = 'claims-overlap';
+        } else {
+          // The overlap comes from uses past a claim's end (g's, or h's if h's claim ended first).
+          const culprit = g.claimEnd <= h.claimEnd ? g : h;
+          const late = culprit.uses.filter((x) => x.end > culprit.claimEnd + u);
+          const windowFrom = culprit.claimEnd - opts.useBudgetMs;
+          const paused = pausesOf(culprit.w).some((p) => p.to >= windowFrom && p.from <= culprit.end);
+          if (paused) {
+            verdict = 'expected';
+            reason = 'client-paused';
+          } else if (late.some((x) => x.end - x.inv > opts.useBudgetMs)) {
+            verdict = 'expected';
+            reason = 'use-overran';
+          } else {
+            verdict = 'bug';
+            reason = 'use-outside-claim';
+          }
+        }
+        overlaps.push({ lock, first: g.id, second: h.id, overlapMs: round(overlapMs), claims, verdict, reason });
+      }
+      active.push(h);
+    }
+
+    // Tokens: unique, and increasing in real-time order of grant → request.
+    if (opts.tokenScope === 'none') continue;
+    const seen = new Map<number, Grant>();
+    for (const g of list) {
+      const other = seen.get(g.token);
+      if (other) {
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : other.start, g.start);
+        findings.push({ kind: 'duplicate-token', verdict: expected ? 'expected' : 'bug', detail: `${other.id} and ${g.id} both got token ${g.token}` });
+      } else seen.set(g.token, g);
+    }
+    const byStart = [...list];
+    const bySend = [...list].sort((a, b) => a.sendRef - b.sendRef);
+    let i = 0;
+    let max: Grant | undefined;
+    for (const h of bySend) {
+      while (i < byStart.length && byStart[i]!.start < h.sendRef - u) {
+        const g = byStart[i++]!;
+        if (!max || g.token > max.token) max = g;
+      }
+      if (max && max !== h && max.token >= h.token && max.token !== h.token) {
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : max.start, h.start);
+        findings.push({
+          kind: 'token-regress',
+          verdict: expected ? 'expected' : 'bug',
+          detail: `${h.id} got token ${h.token} after ${max.id} was granted ${max.token}`,
+        });
+      }
+    }
+  }
+
+  // Validity soundness: the client never counts on more than the earliest possible expiry.
+  for (const e of events) {
+    if ((e.type === 'acq.ok' || e.type === 'ext.ok') && e.validUntil > e.sendRef + e.leaseMs + u) {
+      findings.push({
+        kind: 'unsound-validity',
+        verdict: 'bug',
+        detail: `${e.grant} ${e.type} claims ${round(e.validUntil - e.sendRef)} ms from the send of a ${e.leaseMs} ms lease`,
+      });
+    }
+  }
+
+  // A release refused as "not held" while nothing could have taken the lock is a bug (C15).
+  const grantById = new Map(grants.map((g) => [g.id, g]));
+  for (const e of events) {
+    if (e.type !== 'rel.fail' || e.code !== NOT_HELD) continue;
+    const g = grantById.get(e.grant);
+    if (!g || g.relInv === undefined) continue;
+    if (g.lostRef !== undefined && g.lostRef <= g.relInv) continue; // the client knew before it released
+    // The refusal came back before the claimed validity ended, so Redis ran the release while the key could not yet
+    // have expired (its expiry is at the earliest `validUntil`). A release that ran later may have met an expired key.
+    if (e.ref >= g.validUntil - u) continue;
+    if (lossBetween(g.start, e.ref)) continue;
+    findings.push({ kind: 'spurious-not-held', verdict: 'bug', detail: `${g.id} release refused as not held ${round(g.validUntil - e.ref)} ms before its lease ended` });
+  }
+
+  // Liveness after a crashed holder; recovery after every healed fault.
+  const bound = opts.livenessBoundMs;
+  const recovery = opts.recoveryBoundMs ?? bound;
+  const starts = grants.map((g) => g).sort((a, b) => a.start - b.start);
+  let checks = 0;
+  let held = true;
+  let maxLatency: number | null = null;
+  const nextGrant = (after: number, notW?: string) => starts.find((g) => g.start > after && g.w !== notW);
+  for (const n of nemeses) {
+    if (n.kind === 'kill-client') {
+      const holding = grants.find((g) => g.w === n.target && g.start <= n.from && (g.relInv ?? Infinity) > n.from && g.validUntil > n.from);
+      if (!holding) continue;
+      const limit = n.from + bound;
+      const next = nextGrant(n.from, n.target);
+      if (!next && limit > opts.endRef) continue;
+      checks++;
+      const latency = next ? next.start - n.from : Infinity;
+      maxLatency = Math.max(maxLatency ?? 0, latency);
+      if (latency > bound) {
+        held = false;
+        findings.push({ kind: 'liveness', verdict: 'bug', detail: `after ${n.target} was killed holding ${holding.id}, next grant after ${round(latency)} ms > ${bound} ms` });
+      }
+    } else if (n.kind !== 'pause-client') {
+      const limit = n.to + recovery;
+      const next = nextGrant(n.to);
+      if (!next && limit > opts.endRef) continue;
+      checks++;
+      const latency = next ? next.start - n.to : Infinity;
+      if (latency > recovery) {
+        held = false;
+        findings.push({ kind: 'recovery', verdict: 'bug', detail: `after ${n.kind} of ${n.target} healed, next grant after ${round(latency)} ms > ${recovery} ms` });
+      }
+    }
+  }
+
+  // Hand-off: with a worker waiting and no fault around, a released or expired lock is granted again within the bound.
+  const byStartAll = [...grants].sort((a, b) => a.start - b.start);
+  const outcomes = new Map<string, number>();
+  for (const e of events) if (e.type === 'acq.ok' || e.type === 'acq.fail' || e.type === 'acq.info') outcomes.set(e.grant, e.ref);
+  const invocations = events.filter((e): e is Extract<HistoryEvent, { type: 'acq.inv' }> => e.type === 'acq.inv');
+  let maxHandoff: number | null = null;
+  for (let k = 0; k + 1 < byStartAll.length; k++) {
+    const g = byStartAll[k]!;
+    const h = byStartAll[k + 1]!;
+    const freed = g.claimEnd;
+    if (!Number.isFinite(freed) || h.start <= freed) continue;
+    const quiet = !nemeses.some((n) => n.from <= h.start && n.to + recovery >= freed - g.leaseMs);
+    const waiting = invocations.some((i) => i.w !== g.w && i.ref < freed && (outcomes.get(i.grant) ?? Infinity) > freed);
+    if (!quiet || !waiting) continue;
+    checks++;
+    const gap = h.start - freed;
+    maxHandoff = Math.max(maxHandoff ?? 0, gap);
+    if (gap > bound) {
+      held = false;
+      findings.push({ kind: 'liveness', verdict: 'bug', detail: `${g.id} freed the lock at a time a worker waited; next grant ${h.id} after ${round(gap)} ms > ${bound} ms` });
+    }
+  }
+
+  const counts = { expected: 0, ambiguous: 0, bug: 0 };
+  for (const o of overlaps) counts[o.verdict]++;
+  for (const f of findings) counts[f.verdict]++;
+  return {
+    grants: grants.length,
+    uses: grants.reduce((s, g) => s + g.uses.length, 0),
+    faults: nemeses.length,
+    overlaps,
+    findings,
+    counts,
+    leases: {
+      extended: events.filter((e) => e.type === 'ext.ok').length,
+      refused: events.filter((e) => e.type === 'ext.fail').length,
+      lost: events.filter((e) => e.type === 'lost').length,
+    },
+    liveness: { checks, held, maxLatencyMs: maxLatency === null ? null : round(maxLatency), maxHandoffMs: maxHandoff === null ? null : round(maxHandoff) },
+  };
+}
+
+/** One operation in the fenced resource's log, in the order the resource applied it. */
+export interface FencedOp {
+  op: 'r' | 'w';
+  token: number;
+  grant: string;
+  ok: boolean;
+}
+
+/** One write the unfenced shadow applied, in its order. */
+export interface ShadowWrite {
+  token: number;
+  grant: string;
+}
+
+export interface ResourceState {
+  fenced: readonly FencedOp[];
+  shadow: readonly ShadowWrite[];
+  /** Final value of the counter behind the fenced resource. */
+  fencedCounter: number;
+  /** Final value of the counter behind the shadow. */
+  unfencedCounter: number;
+}
+
+export interface ResourceReport {
+  fencedWrites: number;
+  /** Reads/writes the fenced resource refused (stale token). */
+  rejected: number;
+  /** Accepted operations whose token was older than one already accepted (or equal, from another grant): must be 0. */
+  staleAccepted: number;
+  /** Writes the unfenced shadow applied with a token older than one it had already applied: what fencing prevented. */
+  shadowStale: number;
+  /** Acknowledged fenced increments missing from the fenced counter: must be 0. */
+  lostFenced: number;
+  /** Increments missing from the unfenced counter (lost updates without fencing). */
+  lostUnfenced: number;
+}
+
+/** Checks the resource oracles' logs. */
+export function checkResource(state: ResourceState): ResourceReport {
+  let maxToken = -Infinity;
+  let maxGrant = '';
+  let staleAccepted = 0;
+  let rejected = 0;
+  let fencedWrites = 0;
+  for (const op of state.fenced) {
+    if (!op.ok) {
+      rejected++;
+      continue;
+    }
+    if (op.token < maxToken || (op.token === maxToken && op.grant !== maxGrant)) staleAccepted++;
+    if (op.token >= maxToken) {
+      maxToken = op.token;
+      maxGrant = op.grant;
+    }
+    if (op.op === 'w') fencedWrites++;
+  }
+  let shadowMax = -Infinity;
+  let shadowStale = 0;
+  for (const w of state.shadow) {
+    if (w.token < shadowMax) shadowStale++;
+    shadowMax = Math.max(shadowMax, w.token);
+  }
+  return {
+    fencedWrites,
+    rejected,
+    staleAccepted,
+    shadowStale,
+    lostFenced: fencedWrites - state.fencedCounter,
+    lostUnfenced: state.shadow.length - state.unfencedCounter,
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

@@ -1,0 +1,329 @@
+/**
+ * The fault scenarios (the map is `research/correctness.md` §5). Each names its lock backend, its servers, its worker
+ * settings and a nemesis: an async function that injects faults through the {@link NemesisContext} until the
+ * scenario's time is up, logging every fault it injects. Adding a scenario (Redlock minority/majority loss, a
+ * ZooKeeper session expiry…) is adding an entry here; adding a backend is a function in backends.ts.
+ *
+ * @module
+ */
+import type { FaultProxy } from '../support/fault-proxy.js';
+import type { WorkerProcess } from '../support/processes.js';
+import type { RedisServer } from '../support/redis-server.js';
+import { scripts } from '../../src/lua/scripts.gen.js';
+import type { NemesisEvent } from './history.js';
+import type { WorkerConfig, WorkerMessage } from './protocol.js';
+
+/** A worker as the nemesis sees it. */
+export interface WorkerHandle {
+  id: string;
+  process: WorkerProcess<WorkerMessage>;
+  /** One proxy per lock server, in server order. */
+  proxies: FaultProxy[];
+}
+
+export interface NemesisContext {
+  random: () => number;
+  /** Lock servers (not the oracle). */
+  servers: RedisServer[];
+  workers: () => WorkerHandle[];
+  /** True once the scenario's time is up: a nemesis loop ends then. */
+  done: () => boolean;
+  /** Sleeps, cut short when the scenario ends. */
+  sleep: (ms: number) => Promise<void>;
+  /** The worker that holds the lock now, waiting up to `timeoutMs` for one. */
+  holder: (timeoutMs: number) => Promise<WorkerHandle | undefined>;
+  /** Reference time now. */
+  now: () => number;
+  record: (event: Omit<NemesisEvent, 'type'>) => void;
+  /** Starts a replacement worker (after a kill). */
+  spawn: () => Promise<WorkerHandle>;
+}
+
+export interface Scenario {
+  name: string;
+  /** One line: the fault and what must hold. */
+  title: string;
+  backend: WorkerConfig['backend'];
+  /** Number of lock servers. @default 1 */
+  servers?: number;
+  serverArgs?: string[];
+  workers: number;
+  worker: Partial<WorkerConfig>;
+  /** ms of faults and load: full run, quick run (`undefined` = not in the quick subset). */
+  durationMs: number;
+  quickMs?: number;
+  /** Where tokens come from (see CheckOptions.tokenScope). @default 'single' */
+  tokenScope?: 'single' | 'quorum' | 'none';
+  /** A self-test: passes only if the checker sees an expected violation. */
+  expectViolation?: boolean;
+  /** Liveness/recovery bounds given the worker settings (ms). */
+  livenessBoundMs: number;
+  recoveryBoundMs?: number;
+  nemesis?: (ctx: NemesisContext) => Promise<void>;
+}
+
+/** Defaults every scenario starts from. */
+export const WORKER_DEFAULTS = {
+  leaseMs: 1000,
+  watchdog: true,
+  watchdogIntervalMs: 300,
+  commandTimeoutMs: 300,
+  acquireTimeoutMs: 3000,
+  workMs: 5,
+  usesPerGrant: 2,
+  useBudgetMs: 150,
+  thinkMs: 5,
+  stallMs: 40,
+} satisfies Partial<WorkerConfig>;
+
+/** Runs `step` until the scenario ends, with a random gap of [min, max) ms before each step. */
+async function every(ctx: NemesisContext, min: number, max: number, step: () => Promise<void>): Promise<void> {
+  for (;;) {
+    await ctx.sleep(min + ctx.random() * (max - min));
+    if (ctx.done()) return;
+    await step();
+  }
+}
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'contention',
+    title: 'no faults, every worker on one lock',
+    backend: 'holdfast',
+    workers: 8,
+    worker: { workMs: 2, usesPerGrant: 3, thinkMs: 2 },
+    durationMs: 15_000,
+    quickMs: 4_000,
+    livenessBoundMs: 2000,
+  },
+  {
+    name: 'holder-paused',
+    title: 'SIGSTOP the holder for 1.6 s (> 1 s lease), then SIGCONT',
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 80, usesPerGrant: 6, useBudgetMs: 150 },
+    durationMs: 20_000,
+    quickMs: 5_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      await every(ctx, 1000, 1500, async () => {
+        const h = await ctx.holder(1000);
+        if (!h) return;
+        await ctx.sleep(ctx.random() * 120); // land anywhere in the hold, often mid-use
+        const from = ctx.now();
+        h.process.pause();
+        await new Promise((r) => setTimeout(r, 1600));
+        h.process.resume();
+        ctx.record({ kind: 'pause-client', target: h.id, from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'redis-paused',
+    title: 'SIGSTOP the lock server for 1.5 s (> lease), then SIGCONT',
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 30 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      const server = ctx.servers[0]!;
+      await every(ctx, 1500, 2500, async () => {
+        const from = ctx.now();
+        server.pause();
+        await new Promise((r) => setTimeout(r, 1500));
+        server.resume();
+        ctx.record({ kind: 'pause-server', target: 'lock', from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'redis-restart-empty',
+    title: 'kill -9 the lock server, restart at once without persistence (state and tokens lost)',
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 30 },
+    durationMs: 15_000,
+    quickMs: 5_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      const server = ctx.servers[0]!;
+      await every(ctx, 1500, 2500, async () => {
+        const from = ctx.now();
+        await server.restart();
+        ctx.record({ kind: 'restart-server', target: 'lock', from, to: ctx.now(), dataLoss: true });
+      });
+    },
+  },
+  {
+    name: 'redis-restart-aof',
+    title: 'kill -9 the lock server, restart at once with appendfsync always (nothing lost)',
+    backend: 'holdfast',
+    serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 30 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      const server = ctx.servers[0]!;
+      await every(ctx, 1500, 2500, async () => {
+        const from = ctx.now();
+        await server.restart();
+        ctx.record({ kind: 'restart-server', target: 'lock', from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'release-cut',
+    title: "cut the holder's connection right after its release is sent (reply lost)",
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 10, usesPerGrant: 3 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      const sha = scripts['lock/release'].sha;
+      await every(ctx, 300, 700, async () => {
+        const h = await ctx.holder(1000);
+        const proxy = h?.proxies[0];
+        if (!h || !proxy) return;
+        const before = proxy.cuts;
+        proxy.cutAfter(sha);
+        await ctx.sleep(1000);
+        if (proxy.cuts > before) ctx.record({ kind: 'cut', target: h.id, from: ctx.now(), to: ctx.now() });
+        proxy.heal();
+      });
+    },
+  },
+  {
+    name: 'slow-extend',
+    title: 'fixed 400 ms lease extended near its end through a proxy adding 0–60 ms per request',
+    backend: 'holdfast',
+    workers: 5,
+    worker: { watchdog: false, leaseMs: 400, workMs: 30, usesPerGrant: 40, useBudgetMs: 60, extendNearEnd: { times: 3, earlyMs: 40, lateMs: 20 } },
+    durationMs: 15_000,
+    livenessBoundMs: 1500,
+    async nemesis(ctx) {
+      const from = ctx.now();
+      for (const w of ctx.workers()) for (const p of w.proxies) p.delay('up', 30, 30);
+      while (!ctx.done()) await ctx.sleep(200);
+      ctx.record({ kind: 'delay', target: 'all', from, to: ctx.now() });
+    },
+  },
+  {
+    name: 'holder-partitioned',
+    title: "black-hole the holder's link to Redis for 1.5 s (renewals fail)",
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 40 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      await every(ctx, 1000, 1500, async () => {
+        const h = await ctx.holder(1000);
+        const proxy = h?.proxies[0];
+        if (!h || !proxy) return;
+        const from = ctx.now();
+        proxy.blackhole('up');
+        proxy.blackhole('down');
+        await new Promise((r) => setTimeout(r, 1500));
+        proxy.heal();
+        proxy.cut(); // half-dead connections: let the client reconnect
+        ctx.record({ kind: 'blackhole', target: h.id, from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'crashed-holder',
+    title: 'kill -9 the holder (no release); a replacement worker starts',
+    backend: 'holdfast',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 20 },
+    durationMs: 15_000,
+    quickMs: 5_000,
+    // a waiter sleeps at most the holder's remaining lease (the retry hint), then acquires
+    livenessBoundMs: 1000 + 700,
+    async nemesis(ctx) {
+      await every(ctx, 800, 1500, async () => {
+        const h = await ctx.holder(1000);
+        if (!h) return;
+        await ctx.sleep(ctx.random() * 30);
+        const from = ctx.now();
+        await h.process.kill();
+        ctx.record({ kind: 'kill-client', target: h.id, from, to: ctx.now() });
+        await ctx.spawn();
+      });
+    },
+  },
+  {
+    name: 'majority-node-loss',
+    title: '3-node majority lock: one node (minority) or two (majority) killed, restarted empty only after more than a lease',
+    backend: 'majority',
+    servers: 3,
+    // per-node counters diverge even without faults: a naive majority lock has no token order to check
+    tokenScope: 'none',
+    workers: 4,
+    worker: { watchdog: false, leaseMs: 1000, workMs: 20, usesPerGrant: 20, useBudgetMs: 150, acquireTimeoutMs: 1000 },
+    durationMs: 15_000,
+    livenessBoundMs: 3000,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      await every(ctx, 500, 1000, async () => {
+        const count = ctx.random() < 0.5 ? 1 : 2;
+        const order = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, count);
+        const from = ctx.now();
+        await Promise.all(order.map((n) => n.kill()));
+        // Delayed restart ([RD]): back after more than a lease, no lock it granted can still be live.
+        await new Promise((r) => setTimeout(r, 1500));
+        await Promise.all(order.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: `${count} of 3 nodes`, from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'selftest-majority-restart',
+    title: 'self-test: 3-node majority lock; a node of the holder’s quorum restarts empty at once (double grant possible)',
+    backend: 'majority',
+    servers: 3,
+    tokenScope: 'quorum',
+    workers: 4,
+    worker: { watchdog: false, leaseMs: 3000, workMs: 100, usesMin: 18, usesPerGrant: 22, useBudgetMs: 200, acquireTimeoutMs: 1000 },
+    durationMs: 15_000,
+    quickMs: 10_000,
+    expectViolation: true,
+    livenessBoundMs: 5000,
+    recoveryBoundMs: 5000,
+    async nemesis(ctx) {
+      // Node A stays up throughout; B restarts empty at once; C is down, then back empty.
+      const [, b, c] = ctx.servers;
+      if (!b || !c) return;
+      await every(ctx, 500, 1000, async () => {
+        // Take C down: the next grant's quorum is exactly {A, B}.
+        const from = ctx.now();
+        await c.kill();
+        const killed = ctx.now();
+        let h = await ctx.holder(0);
+        if (h) await h.process.waitFor((m) => m.t === 'free', 4000).catch(() => {});
+        h = await ctx.holder(4000);
+        if (!h) {
+          await c.launch();
+          ctx.record({ kind: 'kill-server', target: 'node-c', from, to: ctx.now() });
+          return;
+        }
+        await ctx.sleep(200);
+        // B loses the holder's key on an immediate restart; C comes back empty too: {B, C} is a free majority.
+        const restart = ctx.now();
+        await Promise.all([b.restart(), c.launch()]);
+        ctx.record({ kind: 'restart-server', target: 'node-b', from: restart, to: ctx.now(), dataLoss: true });
+        ctx.record({ kind: 'kill-server', target: 'node-c', from: killed, to: ctx.now(), dataLoss: true });
+        await ctx.sleep(3500); // let the double grant happen and the leases run out
+      });
+    },
+  },
+];
