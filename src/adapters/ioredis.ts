@@ -18,7 +18,7 @@ export interface IoredisLike {
   /** Present on a `Cluster`. */
   nodes?(role?: string): IoredisLike[];
   /** Present on a node of a `Cluster`. */
-  options?: { host?: string; port?: number };
+  options?: { host?: string | undefined; port?: number | undefined };
 }
 
 /** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */
