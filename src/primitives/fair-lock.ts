@@ -19,7 +19,7 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
@@ -179,7 +179,7 @@ export class FairLock implements HoldSource {
    */
   async acquire(options?: AcquireOptions): Promise<HeldLock> {
     const held = await this.#acquire(options, undefined);
-    if (!held) throw new Error('internal: acquire returned no lock');
+    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 

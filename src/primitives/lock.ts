@@ -5,7 +5,7 @@
  * @module
  */
 import type { Closable, Core } from '../core.js';
-import { LockNotHeldError, type LockLostError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, type LockLostError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
@@ -206,7 +206,7 @@ export class Lock implements HoldSource {
    */
   async acquire(options?: AcquireOptions): Promise<HeldLock> {
     const held = await this.#acquire(options, undefined);
-    if (!held) throw new Error('internal: acquire returned no lock');
+    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 

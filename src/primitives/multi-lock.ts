@@ -126,7 +126,7 @@ export class MultiLock {
    */
   async acquire(options?: AcquireOptions): Promise<HeldMultiLock> {
     const held = await this.#acquire(options, undefined);
-    if (!held) throw new Error('internal: acquire returned nothing');
+    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 

@@ -9,7 +9,7 @@
  * @module
  */
 import type { Closable, Core } from '../core.js';
-import { LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
@@ -158,7 +158,7 @@ export abstract class OwnedLock<H extends HeldOwned> {
    */
   async acquire(options?: AcquireOptions): Promise<H> {
     const held = await this.acquireWith(options, undefined);
-    if (!held) throw new Error('internal: acquire returned nothing');
+    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Closable, Core } from '../core.js';
-import { LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
@@ -214,7 +214,7 @@ export class PermitExpirableSemaphore {
    */
   async acquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit> {
     const permit = await this.#acquire(permits, options, undefined);
-    if (!permit) throw new Error('internal: acquire returned nothing');
+    if (!permit) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return permit;
   }
 

@@ -273,7 +273,7 @@ export class RedlockLock {
    */
   async acquire(options?: RedlockAcquireOptions): Promise<HeldRedlock> {
     const held = await this.#acquire(options, false);
-    if (!held) throw new Error('internal: acquire returned no lock');
+    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 

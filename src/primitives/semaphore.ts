@@ -8,6 +8,7 @@
  * @module
  */
 import type { Closable, Core } from '../core.js';
+import { AcquireTimeoutError } from '../errors.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -127,7 +128,7 @@ export class Semaphore {
    */
   async acquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits> {
     const taken = await this.#acquire(permits, options, undefined);
-    if (!taken) throw new Error('internal: acquire returned nothing');
+    if (!taken) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return taken;
   }
 

@@ -98,6 +98,7 @@ for (const adapter of adapters) {
         const held = await lock.acquire();
         const t0 = performance.now();
         await assert.rejects(lock.acquire({ timeout: 300 }), (e: unknown) => e instanceof AcquireTimeoutError && e.code === 'ACQUIRE_TIMEOUT');
+        await assert.rejects(lock.acquire({ timeout: 0 }), AcquireTimeoutError, 'acquire with timeout 0 is one attempt, then a timeout');
         assert.ok(performance.now() - t0 >= 290);
         const controller = new AbortController();
         const waiting = lock.acquire({ signal: controller.signal });
