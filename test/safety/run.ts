@@ -83,6 +83,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
   const proxies: FaultProxy[] = [];
   const workers: WorkerHandle[] = [];
   const nemesisEvents: NemesisEvent[] = [];
+  const nemesisFailures = new Set<string>();
   const lock = `safety-${s.name}`;
   let holder: WorkerHandle | undefined;
   let count = 0;
@@ -153,6 +154,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       now: refNow,
       record: (e) => nemesisEvents.push({ type: 'nemesis', ...e }),
       spawn,
+      fail: (reason) => nemesisFailures.add(reason),
     };
     const nemesis = s.nemesis ? s.nemesis(ctx) : Promise.resolve();
     await new Promise((r) => setTimeout(r, durationMs));
@@ -182,6 +184,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
     if (resource.lostFenced !== 0) why.push(`${resource.lostFenced} fenced update(s) lost`);
     if (!history.liveness.held) why.push('liveness bound broken');
     if (history.grants === 0) why.push('no acquisition at all');
+    why.push(...nemesisFailures);
     const expectedOverlaps = history.overlaps.filter((o) => o.verdict === 'expected').length;
     if (resource.lostUnfenced > 0 && expectedOverlaps === 0) why.push(`${resource.lostUnfenced} lost update(s) with no overlap to explain them`);
     if (s.expectViolation && expectedOverlaps === 0) why.push('self-test saw no double grant: the checker may be blind');
