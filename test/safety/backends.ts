@@ -1,7 +1,7 @@
 /**
  * The lock implementations a worker can drive, behind one small interface. A backend reports what the checker needs
  * (token, claimed validity in reference time, when the granted request left the client) without the worker knowing
- * how the lock works. Adding Redlock (or ZooKeeper) means adding one function here and naming it in a scenario.
+ * how the lock works. Adding a lock (ZooKeeper, say) means adding one function here and naming it in a scenario.
  *
  * @module
  */

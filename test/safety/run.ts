@@ -3,7 +3,7 @@
  * checks every history and prints (and writes to `results/safety-<date>.md`) a table per scenario.
  *
  *   npm run safety                      every scenario (~3–4 min)
- *   npm run safety -- --quick           the seeded CI subset (≤ 60 s)
+ *   npm run safety -- --quick           the seeded CI subset (≤ 75 s; ~61 s on a loaded 2-core VM)
  *   npm run safety -- --seed 7 --only holder-paused,crashed-holder
  *   npm run safety -- --keep            keep the JSONL histories (always kept when something fails)
  *
@@ -258,7 +258,7 @@ async function main(): Promise<void> {
   const report = [
     `# holdfast safety run, ${date}${args.quick ? ' (quick subset)' : ''}`,
     '',
-    `Command: \`npm run safety --${args.quick ? ' --quick' : ''} --seed ${args.seed}\` · ${results.length} scenarios · ${total} s · redis-server, Node ${process.version}, ${process.platform}/${process.arch}.`,
+    `Command: \`npm run safety --${args.quick ? ' --quick' : ''}${args.only ? ` --only ${args.only.join(',')}` : ''} --seed ${args.seed}\` · ${results.length} scenarios · ${total} s · redis-server, Node ${process.version}, ${process.platform}/${process.arch}.`,
     `Clock self-test: ${clock.samples} cross-process round trips, ${clock.outOfOrder} out of order, ordering precision ±${clock.uncertaintyMs.toFixed(3)} ms; checker timestamp uncertainty ${uncertaintyMs} ms.`,
     '',
     table,

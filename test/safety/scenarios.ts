@@ -1,7 +1,7 @@
 /**
  * The fault scenarios (the map is `research/correctness.md` §5). Each names its lock backend, its servers, its worker
  * settings and a nemesis: an async function that injects faults through the {@link NemesisContext} until the
- * scenario's time is up, logging every fault it injects. Adding a scenario (Redlock minority/majority loss, a
+ * scenario's time is up, logging every fault it injects. Adding a scenario (a Sentinel failover, a
  * ZooKeeper session expiry…) is adding an entry here; adding a backend is a function in backends.ts.
  *
  * @module
@@ -339,6 +339,7 @@ export const scenarios: Scenario[] = [
     workers: 4,
     worker: { workMs: 20, usesPerGrant: 20, acquireTimeoutMs: 3000 },
     durationMs: 15_000,
+    quickMs: 4_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
     async nemesis(ctx) {
