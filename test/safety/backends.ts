@@ -1,13 +1,14 @@
 /**
  * The lock implementations a worker can drive, behind one small interface. A backend reports what the checker needs
  * (token, claimed validity in reference time, when the granted request left the client) without the worker knowing
- * how the lock works. Adding Redlock (or ZooKeeper) means adding one function here and naming it in a scenario.
+ * how the lock works. Adding a lock (ZooKeeper, say) means adding one function here and naming it in a scenario.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { Holdfast, type HeldLock, type RedisTransport } from '../../src/index.js';
+import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type RedisTransport } from '../../src/index.js';
+import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
 import { perfOffset, refNow } from './clock.js';
@@ -142,6 +143,92 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     async close() {
       await holdfast.close().catch(() => {});
       disconnect();
+    },
+  };
+}
+
+/**
+ * holdfast's real {@link Redlock} over N independent redis-servers (one client per node, of the worker's adapter kind).
+ * Fixed lease or watchdog; the watchdog's quorum renewals are reported through `hooks.onRenewed` by watching the
+ * lease's deadline move after a renew reply (observing, never changing, what Redlock sends).
+ */
+export async function redlockBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
+  const clients = await Promise.all(config.urls.map((url) => connectClient(config.adapter, url)));
+  const offset = perfOffset();
+  const drift = driftOf(config.leaseMs);
+  const lockKey = `${config.prefix}{${config.lock}}:lock`;
+  let current: HeldRedlock | undefined;
+  let reported = 0;
+  const watch = (keys: readonly string[], reply: Promise<unknown>): void => {
+    if (!config.watchdog || keys[0] !== lockKey) return;
+    const held = current;
+    reply.then(
+      () =>
+        setImmediate(() => {
+          // The lease confirms a quorum renewal in the reply's microtask chain: a moved deadline is a renewal.
+          if (!held || held !== current || held.lost) return;
+          const deadline = held.lease.deadline;
+          if (deadline <= reported) return;
+          reported = deadline;
+          hooks.onRenewed(deadline + offset - config.leaseMs + drift, deadline + offset, config.leaseMs);
+        }),
+      () => {},
+    );
+  };
+  const nodes: RedisTransport[] = clients.map(({ redis }) => {
+    const inner = toTransport(redis);
+    return {
+      kind: inner.kind,
+      command: (a, k) => inner.command(a, k),
+      createSubscriber: (f, s) => inner.createSubscriber(f, s),
+      eval: (s, k, a) => {
+        const reply = inner.eval(s, k, a);
+        watch(k, reply);
+        return reply;
+      },
+      evalsha: (sha, k, a) => {
+        const reply = inner.evalsha(sha, k, a);
+        watch(k, reply);
+        return reply;
+      },
+    };
+  });
+  const redlock = new Redlock({
+    redis: nodes,
+    prefix: config.prefix,
+    nodeTimeout: Math.min(config.commandTimeoutMs, 100),
+    retryCount: Infinity,
+    retryDelay: 30,
+    retryJitter: 60,
+    ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
+  });
+  const lock = redlock.lock(config.lock);
+  return {
+    async acquire({ timeoutMs, signal }) {
+      const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
+      current = held;
+      reported = held.lease.deadline;
+      return {
+        token: held.token,
+        leaseMs: config.leaseMs,
+        // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
+        sendRef: held.lease.deadline + offset - config.leaseMs + drift,
+        validUntil: () => held.lease.deadline + offset,
+        signal: held.signal,
+        async extend(leaseMs) {
+          const sendRef = refNow();
+          await held.extend(leaseMs);
+          return { sendRef, validUntil: held.lease.deadline + offset };
+        },
+        async release() {
+          current = undefined;
+          await held.release();
+        },
+      };
+    },
+    async close() {
+      await redlock.close().catch(() => {});
+      for (const c of clients) c.disconnect();
     },
   };
 }

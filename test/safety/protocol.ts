@@ -7,7 +7,7 @@
 
 export interface WorkerConfig {
   id: string;
-  backend: 'holdfast' | 'majority';
+  backend: 'holdfast' | 'majority' | 'redlock';
   adapter: 'ioredis' | 'node-redis';
   urls: string[];
   oracleUrl: string;

@@ -3,7 +3,7 @@
  * checks every history and prints (and writes to `results/safety-<date>.md`) a table per scenario.
  *
  *   npm run safety                      every scenario (~3–4 min)
- *   npm run safety -- --quick           the seeded CI subset (≤ 60 s)
+ *   npm run safety -- --quick           the seeded CI subset (≤ 75 s; ~61 s on a loaded 2-core VM)
  *   npm run safety -- --seed 7 --only holder-paused,crashed-holder
  *   npm run safety -- --keep            keep the JSONL histories (always kept when something fails)
  *
@@ -83,6 +83,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
   const proxies: FaultProxy[] = [];
   const workers: WorkerHandle[] = [];
   const nemesisEvents: NemesisEvent[] = [];
+  const nemesisFailures = new Set<string>();
   const lock = `safety-${s.name}`;
   let holder: WorkerHandle | undefined;
   let count = 0;
@@ -153,6 +154,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       now: refNow,
       record: (e) => nemesisEvents.push({ type: 'nemesis', ...e }),
       spawn,
+      fail: (reason) => nemesisFailures.add(reason),
     };
     const nemesis = s.nemesis ? s.nemesis(ctx) : Promise.resolve();
     await new Promise((r) => setTimeout(r, durationMs));
@@ -182,6 +184,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
     if (resource.lostFenced !== 0) why.push(`${resource.lostFenced} fenced update(s) lost`);
     if (!history.liveness.held) why.push('liveness bound broken');
     if (history.grants === 0) why.push('no acquisition at all');
+    why.push(...nemesisFailures);
     const expectedOverlaps = history.overlaps.filter((o) => o.verdict === 'expected').length;
     if (resource.lostUnfenced > 0 && expectedOverlaps === 0) why.push(`${resource.lostUnfenced} lost update(s) with no overlap to explain them`);
     if (s.expectViolation && expectedOverlaps === 0) why.push('self-test saw no double grant: the checker may be blind');
@@ -255,7 +258,7 @@ async function main(): Promise<void> {
   const report = [
     `# holdfast safety run, ${date}${args.quick ? ' (quick subset)' : ''}`,
     '',
-    `Command: \`npm run safety --${args.quick ? ' --quick' : ''} --seed ${args.seed}\` · ${results.length} scenarios · ${total} s · redis-server, Node ${process.version}, ${process.platform}/${process.arch}.`,
+    `Command: \`npm run safety --${args.quick ? ' --quick' : ''}${args.only ? ` --only ${args.only.join(',')}` : ''} --seed ${args.seed}\` · ${results.length} scenarios · ${total} s · redis-server, Node ${process.version}, ${process.platform}/${process.arch}.`,
     `Clock self-test: ${clock.samples} cross-process round trips, ${clock.outOfOrder} out of order, ordering precision ±${clock.uncertaintyMs.toFixed(3)} ms; checker timestamp uncertainty ${uncertaintyMs} ms.`,
     '',
     table,

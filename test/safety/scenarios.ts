@@ -1,7 +1,7 @@
 /**
  * The fault scenarios (the map is `research/correctness.md` §5). Each names its lock backend, its servers, its worker
  * settings and a nemesis: an async function that injects faults through the {@link NemesisContext} until the
- * scenario's time is up, logging every fault it injects. Adding a scenario (Redlock minority/majority loss, a
+ * scenario's time is up, logging every fault it injects. Adding a scenario (a Sentinel failover, a
  * ZooKeeper session expiry…) is adding an entry here; adding a backend is a function in backends.ts.
  *
  * @module
@@ -37,6 +37,8 @@ export interface NemesisContext {
   record: (event: Omit<NemesisEvent, 'type'>) => void;
   /** Starts a replacement worker (after a kill). */
   spawn: () => Promise<WorkerHandle>;
+  /** Fails the scenario with this reason (a property the nemesis itself watches, e.g. no grant without a majority). */
+  fail: (reason: string) => void;
 }
 
 export interface Scenario {
@@ -318,6 +320,100 @@ export const scenarios: Scenario[] = [
         }
         await ctx.sleep(200);
         // B loses the holder's key on an immediate restart; C comes back empty too: {B, C} is a free majority.
+        const restart = ctx.now();
+        await Promise.all([b.restart(), c.launch()]);
+        ctx.record({ kind: 'restart-server', target: 'node-b', from: restart, to: ctx.now(), dataLoss: true });
+        ctx.record({ kind: 'kill-server', target: 'node-c', from: killed, to: ctx.now(), dataLoss: true });
+        await ctx.sleep(3500); // let the double grant happen and the leases run out
+      });
+    },
+  },
+  {
+    name: 'redlock-minority-loss',
+    title: "holdfast Redlock, 5 nodes (AOF always): kill -9 two nodes for 1–2 s, then restart them; watchdog renews by quorum",
+    backend: 'redlock',
+    servers: 5,
+    serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    // nothing is lost (fsync'd AOF): the fencing round must keep tokens strictly increasing across every quorum
+    tokenScope: 'quorum',
+    workers: 4,
+    worker: { workMs: 20, usesPerGrant: 20, acquireTimeoutMs: 3000 },
+    durationMs: 15_000,
+    quickMs: 4_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      await every(ctx, 500, 1000, async () => {
+        const picked = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, 2);
+        const from = ctx.now();
+        await Promise.all(picked.map((n) => n.kill()));
+        await new Promise((r) => setTimeout(r, 1000 + ctx.random() * 1000));
+        await Promise.all(picked.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: `2 of 5 nodes (${picked.map((n) => n.port).join(', ')})`, from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'redlock-majority-loss',
+    title: 'holdfast Redlock, 5 nodes (AOF always): kill -9 three nodes for 2 s: no grant without a majority, the holder learns it lost the lock, liveness returns after restart',
+    backend: 'redlock',
+    servers: 5,
+    serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    tokenScope: 'quorum',
+    workers: 4,
+    worker: { workMs: 20, usesPerGrant: 20, acquireTimeoutMs: 1500 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      await every(ctx, 1000, 1500, async () => {
+        const picked = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, 3);
+        const from = ctx.now();
+        await Promise.all(picked.map((n) => n.kill()));
+        // An attempt whose quorum answered before the kill may still return (acquire + fence rounds, ≤ 2 × nodeTimeout).
+        const quietFrom = ctx.now() + 300;
+        const offs = ctx.workers().map((w) =>
+          w.process.onMessage((m) => {
+            if (m.t === 'held' && ctx.now() > quietFrom) ctx.fail(`false success: ${w.id} got ${m.grant} while 3 of 5 nodes were down`);
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 2000));
+        for (const off of offs) off();
+        await Promise.all(picked.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: '3 of 5 nodes', from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'redlock-selftest-restart-empty',
+    title: 'self-test: holdfast Redlock, 3 nodes, no persistence: a node of the holder’s quorum restarts empty at once (double grant expected)',
+    backend: 'redlock',
+    servers: 3,
+    tokenScope: 'quorum',
+    workers: 4,
+    worker: { watchdog: false, leaseMs: 3000, workMs: 100, usesMin: 18, usesPerGrant: 22, useBudgetMs: 200, acquireTimeoutMs: 1000 },
+    durationMs: 15_000,
+    expectViolation: true,
+    livenessBoundMs: 5000,
+    recoveryBoundMs: 5000,
+    async nemesis(ctx) {
+      // As selftest-majority-restart: A stays up; C down forces the next quorum to be {A, B}; then B restarts empty at
+      // once and C comes back empty, so {B, C} is a free majority the waiting contenders win while the holder holds.
+      const [, b, c] = ctx.servers;
+      if (!b || !c) return;
+      await every(ctx, 300, 600, async () => {
+        const from = ctx.now();
+        await c.kill();
+        const killed = ctx.now();
+        let h = await ctx.holder(0);
+        if (h) await h.process.waitFor((m) => m.t === 'free', 4000).catch(() => {});
+        h = await ctx.holder(4000);
+        if (!h) {
+          await c.launch();
+          ctx.record({ kind: 'kill-server', target: 'node-c', from, to: ctx.now() });
+          return;
+        }
+        await ctx.sleep(200);
         const restart = ctx.now();
         await Promise.all([b.restart(), c.launch()]);
         ctx.record({ kind: 'restart-server', target: 'node-b', from: restart, to: ctx.now(), dataLoss: true });

@@ -12,7 +12,7 @@
  * @module
  */
 import { Redis } from 'ioredis';
-import { holdfastBackend, majorityBackend, type HeldHandle, type LockBackend } from './backends.js';
+import { holdfastBackend, majorityBackend, redlockBackend, type HeldHandle, type LockBackend } from './backends.js';
 import { refNow } from './clock.js';
 import { HistoryWriter } from './history.js';
 import { Oracle } from './oracle.js';
@@ -57,7 +57,12 @@ async function main(): Promise<void> {
     watchdogIntervalMs: config.watchdogIntervalMs,
     commandTimeoutMs: config.commandTimeoutMs,
   };
-  const backend: LockBackend = config.backend === 'majority' ? await majorityBackend(backendConfig) : await holdfastBackend(backendConfig, hooks);
+  const backend: LockBackend =
+    config.backend === 'majority'
+      ? await majorityBackend(backendConfig)
+      : config.backend === 'redlock'
+        ? await redlockBackend(backendConfig, hooks)
+        : await holdfastBackend(backendConfig, hooks);
 
   const stop = new AbortController();
   process.on('message', (m) => {
