@@ -111,6 +111,8 @@ for (const c of cases) {
       assert.equal(held.signal.aborted, false, String(held.signal.reason));
       assert.equal(await b.lock('survives').tryAcquire(), null, 'a second grant after the failover');
       await held.release();
+      // The next acquisition also waits for a replica: the old master must have rejoined and resynced first.
+      await set.awaitReplicaInSync();
       const next = await b.lock('survives').acquire({ timeout: 5000 });
       assert.ok(next.token > held.token, `token ${next.token} after ${held.token}`);
       await next.release();
