@@ -21,11 +21,10 @@
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { Lease } from '../internal/lease.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { Hold, HeldLock, type AcquireOptions, type HoldSource, type LockInfo, type LockScope } from './lock.js';
+import { Hold, HeldLock, HoldTable, type AcquireOptions, type HoldSource, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -146,7 +145,7 @@ const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
 export class FairLock implements HoldSource {
   /** @internal */
   readonly timing: FairTiming;
-  readonly #holds = new Map<string, Hold>();
+  readonly #table = new HoldTable(this);
 
   /** @internal */
   constructor(
@@ -275,7 +274,7 @@ export class FairLock implements HoldSource {
             throw error;
           }
           if (reply[0] === 1) {
-            return { done: true, value: this.#held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
+            return { done: true, value: this.#table.held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
           }
           if (reply[2] === 1 && !heartbeat) {
             heartbeat = this.#heartbeat(channel);
@@ -315,37 +314,6 @@ export class FairLock implements HoldSource {
   /** @internal Takes `owner` out of the queue; passes on a grant it has not claimed. */
   async leaveQueue(owner: string): Promise<void> {
     await this.core.run(scripts['fair-lock/leave'], this.keys(), [owner, this.timing.grantFloorMs]);
-  }
-
-  #held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
-    let hold = this.#holds.get(owner);
-    if (!hold || hold.lease.done) {
-      hold = new Hold(this, owner, token);
-      const h = hold;
-      const core = this.core;
-      hold.lease = new Lease({
-        name: this.name,
-        leaseMs,
-        renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
-        sentAt,
-        renew: (ms) => this.renew(owner, ms),
-        onLost: (error: LockLostError) => {
-          this.#forget(h);
-          core.emitLost(error);
-        },
-      });
-      this.#holds.set(owner, hold);
-      core.holds.add(hold);
-    } else {
-      hold.lease.confirm(sentAt, leaseMs);
-    }
-    hold.holds++;
-    return new HeldLock(hold, holdCount);
-  }
-
-  #forget(hold: Hold): void {
-    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
-    this.core.holds.delete(hold);
   }
 
   #abandon(owner: string): void {
@@ -395,14 +363,14 @@ export class FairLock implements HoldSource {
     }
     hold.holds = Math.max(0, hold.holds - 1);
     if (left < 0) {
-      this.#forget(hold);
+      this.#table.forget(hold);
       if (!hold.lease.lost) hold.lease.lose('expired');
       const reason = (hold.lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
       throw new LockNotHeldError(this.name, `fair lock "${this.name}" was no longer held by this owner when released (lost: ${reason})`);
     }
     if (left === 0 || hold.holds === 0) {
       hold.lease.stop();
-      this.#forget(hold);
+      this.#table.forget(hold);
     }
   }
 }

@@ -110,6 +110,49 @@ export class Hold implements Closable {
 }
 
 /**
+ * @internal The live holds of one lock handle, by owner: the first acquisition of an owner creates its hold and lease
+ * (watchdog or fixed), re-entries share them. Used by every primitive whose held object is a {@link HeldLock}.
+ */
+export class HoldTable {
+  readonly #holds = new Map<string, Hold>();
+
+  constructor(private readonly source: HoldSource) {}
+
+  /** Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its held lock. */
+  held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
+    let hold = this.#holds.get(owner);
+    if (!hold || hold.lease.done) {
+      const created = new Hold(this.source, owner, token);
+      const core = this.source.core;
+      created.lease = new Lease({
+        name: this.source.name,
+        leaseMs,
+        renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
+        sentAt,
+        renew: (ms) => this.source.renew(owner, ms),
+        onLost: (error: LockLostError) => {
+          this.forget(created);
+          core.emitLost(error);
+        },
+      });
+      this.#holds.set(owner, created);
+      core.holds.add(created);
+      hold = created;
+    } else {
+      hold.lease.confirm(sentAt, leaseMs);
+    }
+    hold.holds++;
+    return new HeldLock(hold, holdCount);
+  }
+
+  /** Drops a hold that was released or lost. */
+  forget(hold: Hold): void {
+    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    this.source.core.holds.delete(hold);
+  }
+}
+
+/**
  * A held lock: one acquisition. Release it once (`release()` or `await using`); a second release does nothing.
  */
 export class HeldLock implements AsyncDisposable {
@@ -308,7 +351,7 @@ export class Lock implements HoldSource {
           throw error;
         }
         if (reply[0] === 1) {
-          return { done: true, value: this.#held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
+          return { done: true, value: this.#table.held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
         }
         const pttl = reply[1] ?? -2;
         return { done: false, retryInMs: pttl === -2 ? 0 : pttl };
@@ -335,38 +378,7 @@ export class Lock implements HoldSource {
     }
   }
 
-  #holds = new Map<string, Hold>();
-
-  #held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
-    let hold = this.#holds.get(owner);
-    if (!hold || hold.lease.done) {
-      hold = new Hold(this, owner, token);
-      const h = hold;
-      const core = this.core;
-      hold.lease = new Lease({
-        name: this.name,
-        leaseMs,
-        renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
-        sentAt,
-        renew: (ms) => this.renew(owner, ms),
-        onLost: (error: LockLostError) => {
-          this.#forget(h);
-          core.emitLost(error);
-        },
-      });
-      this.#holds.set(owner, hold);
-      core.holds.add(hold);
-    } else {
-      hold.lease.confirm(sentAt, leaseMs);
-    }
-    hold.holds++;
-    return new HeldLock(hold, holdCount);
-  }
-
-  #forget(hold: Hold): void {
-    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
-    this.core.holds.delete(hold);
-  }
+  readonly #table = new HoldTable(this);
 
   #abandon(owner: string): void {
     this.releaseAll(owner).catch(() => {
@@ -412,13 +424,13 @@ export class Lock implements HoldSource {
     }
     hold.holds = Math.max(0, hold.holds - 1);
     if (left < 0) {
-      this.#forget(hold);
+      this.#table.forget(hold);
       if (!hold.lease.lost) hold.lease.lose('expired');
       throw new LockNotHeldError(this.name, `lock "${this.name}" was no longer held by this owner when released (lost: ${describeLoss(hold)})`);
     }
     if (left === 0 || hold.holds === 0) {
       hold.lease.stop();
-      this.#forget(hold);
+      this.#table.forget(hold);
     }
   }
 }
