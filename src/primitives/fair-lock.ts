@@ -19,9 +19,10 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { Hold, HeldLock, HoldTable, type AcquireOptions, type HoldSource, type LockInfo, type LockScope } from './lock.js';
@@ -194,14 +195,8 @@ export class FairLock implements HoldSource {
   async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const held = await this.acquire(options);
-    try {
-      const hold = held.hold;
-      const context = new Map(this.core.context.getStore() ?? []);
-      context.set(this.core.keys.fairLock(this.name), { owner: held.owner, active: () => hold.active });
-      return await this.core.context.run(context, () => fn({ signal: held.signal, token: held.token, lock: held }));
-    } finally {
-      await held[Symbol.asyncDispose]();
-    }
+    const hold = held.hold;
+    return runHolding(this.core, this.core.keys.fairLock(this.name), held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
   }
 
   /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */
@@ -339,38 +334,14 @@ export class FairLock implements HoldSource {
 
   /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */
   async releaseHold(hold: Hold): Promise<void> {
-    const core = this.core;
     const keys = this.#releaseKeys();
-    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
-    let left: number | undefined;
-    for (let attempt = 1; ; attempt++) {
-      const retry = attempt > 1;
-      try {
-        left = (await core.run(scripts['fair-lock/release'], keys, [
-          hold.owner,
-          core.settings.releaseMarkerTtl,
-          '0',
-          this.timing.grantFloorMs,
-          retry ? '1' : '0',
-        ])) as number;
-        // A full release whose reply was lost leaves nothing to find: the lock is gone or handed on, as the first run left it.
-        if (retry && left < 0 && heldWhenSent) left = 0;
-        break;
-      } catch (error) {
-        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
-        await new Promise((r) => setTimeout(r, 25 * attempt));
-      }
-    }
-    hold.holds = Math.max(0, hold.holds - 1);
-    if (left < 0) {
-      this.#table.forget(hold);
-      if (!hold.lease.lost) hold.lease.lose('expired');
-      const reason = (hold.lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
-      throw new LockNotHeldError(this.name, `fair lock "${this.name}" was no longer held by this owner when released (lost: ${reason})`);
-    }
-    if (left === 0 || hold.holds === 0) {
-      hold.lease.stop();
-      this.#table.forget(hold);
-    }
+    const settings = this.core.settings;
+    await this.#table.release(
+      hold,
+      async (retry) =>
+        (await this.core.run(scripts['fair-lock/release'], keys, [hold.owner, settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0'])) as number,
+      'fair lock',
+    );
   }
+
 }

@@ -10,6 +10,7 @@ import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
@@ -145,6 +146,39 @@ export class HoldTable {
     return new HeldLock(hold, holdCount);
   }
 
+  /**
+   * Releases one hold. `send(retry)` runs the primitive's release script once and returns the holds left, or -1 when
+   * the owner no longer holds the lock; it is retried on connection errors (the script makes a retry return what the
+   * first run did). Throws {@link LockNotHeldError} when the hold was lost before the release.
+   */
+  async release(hold: Hold, send: (retry: boolean) => Promise<number>, kind: string): Promise<void> {
+    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
+    let left: number | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const retry = attempt > 1;
+      try {
+        left = await send(retry);
+        // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it.
+        if (retry && left < 0 && heldWhenSent) left = 0;
+        break;
+      } catch (error) {
+        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
+        await new Promise((r) => setTimeout(r, 25 * attempt));
+      }
+    }
+    hold.holds = Math.max(0, hold.holds - 1);
+    if (left < 0) {
+      this.forget(hold);
+      if (!hold.lease.lost) hold.lease.lose('expired');
+      const name = this.source.name;
+      throw new LockNotHeldError(name, `${kind} "${name}" was no longer held by this owner when released (lost: ${describeLoss(hold)})`);
+    }
+    if (left === 0 || hold.holds === 0) {
+      hold.lease.stop();
+      this.forget(hold);
+    }
+  }
+
   /** Drops a hold that was released or lost. */
   forget(hold: Hold): void {
     if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
@@ -267,14 +301,8 @@ export class Lock implements HoldSource {
   async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const held = await this.acquire(options);
-    try {
-      const hold = held.hold;
-      const context = new Map(this.core.context.getStore() ?? []);
-      context.set(this.core.keys.lock(this.name), { owner: held.owner, active: () => hold.active });
-      return await this.core.context.run(context, () => fn({ signal: held.signal, token: held.token, lock: held }));
-    } finally {
-      await held[Symbol.asyncDispose]();
-    }
+    const hold = held.hold;
+    return runHolding(this.core, this.core.keys.lock(this.name), held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
   }
 
   /** True when any owner holds the lock. */
@@ -406,33 +434,15 @@ export class Lock implements HoldSource {
   /** @internal Releases one hold with retries that reuse one request id. */
   async releaseHold(hold: Hold): Promise<void> {
     const core = this.core;
-    const requestId = core.requestId();
-    const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, requestId)];
-    const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
-    let left: number | undefined;
-    for (let attempt = 1; ; attempt++) {
-      const retry = attempt > 1;
-      try {
-        left = (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
-        // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it.
-        if (retry && left < 0 && heldWhenSent) left = 0;
-        break;
-      } catch (error) {
-        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
-        await new Promise((r) => setTimeout(r, 25 * attempt));
-      }
-    }
-    hold.holds = Math.max(0, hold.holds - 1);
-    if (left < 0) {
-      this.#table.forget(hold);
-      if (!hold.lease.lost) hold.lease.lose('expired');
-      throw new LockNotHeldError(this.name, `lock "${this.name}" was no longer held by this owner when released (lost: ${describeLoss(hold)})`);
-    }
-    if (left === 0 || hold.holds === 0) {
-      hold.lease.stop();
-      this.#table.forget(hold);
-    }
+    const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())];
+    await this.#table.release(
+      hold,
+      async (retry) =>
+        (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number,
+      'lock',
+    );
   }
+
 }
 
 function describeLoss(hold: Hold): string {

@@ -13,6 +13,7 @@ import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockL
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import type { AcquireOptions } from './lock.js';
 
@@ -175,14 +176,8 @@ export abstract class OwnedLock<H extends HeldOwned> {
   async withLock<T>(fn: (scope: OwnedScope<H>) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const held = await this.acquire(options);
-    try {
-      const hold = held.hold;
-      const context = new Map(this.core.context.getStore() ?? []);
-      context.set(this.contextKey, { owner: held.owner, active: () => hold.active });
-      return await this.core.context.run(context, () => fn({ signal: held.signal, lock: held }));
-    } finally {
-      await held[Symbol.asyncDispose]();
-    }
+    const hold = held.hold;
+    return runHolding(this.core, this.contextKey, held, () => hold.active, () => fn({ signal: held.signal, lock: held }));
   }
 
   /** @internal */
