@@ -1,9 +1,14 @@
 /**
  * Uncontended acquire+release: holdfast next to the floor — a raw `SET key token NX PX` followed by an `EVALSHA`
- * compare-and-delete on the same connection — against one redis-server this script starts. Rounds alternate
- * between the contenders so machine noise hits both alike; the table gives medians over rounds and the ratio.
+ * compare-and-delete on the same connection — against one redis-server this script starts.
  *
- *   npm run build && npx tsx bench/uncontended.ts [--cycles 2000] [--rounds 7]
+ * Timing on a small shared machine drifts by tens of percent within seconds, so the contenders are compared in
+ * short interleaved blocks: each pair runs `--block` cycles of the floor and of holdfast back to back (the order
+ * alternating, ABBA), and the ratio is taken per pair. The table gives the median over pairs of cycles/s and of the
+ * per-pair ratio, with the interquartile range of that ratio; the process' CPU time per cycle (user + system, from
+ * `process.cpuUsage()`) is a second, less noise-prone view of the client-side cost.
+ *
+ *   npm run build && npx tsx bench/uncontended.ts [--block 250] [--pairs 40]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -13,78 +18,118 @@ import { createClient } from 'redis';
 import { Holdfast } from '../dist/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
-const { values } = parseArgs({ options: { cycles: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '7' } } });
-const CYCLES = Number(values.cycles);
-const ROUNDS = Number(values.rounds);
+const { values } = parseArgs({ options: { block: { type: 'string', default: '250' }, pairs: { type: 'string', default: '40' } } });
+const BLOCK = Number(values.block);
+const PAIRS = Number(values.pairs);
 const DEL_IF = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 type Cycle = () => Promise<void>;
+interface Block {
+  ms: number;
+  cpuUs: number;
+  samples: number[];
+}
 
-async function measure(cycle: Cycle): Promise<{ perSec: number; p50: number; p99: number }> {
-  for (let i = 0; i < 200; i++) await cycle(); // warm-up
-  const samples = new Float64Array(CYCLES);
+async function block(cycle: Cycle): Promise<Block> {
+  const samples: number[] = new Array<number>(BLOCK);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  for (let i = 0; i < CYCLES; i++) {
+  for (let i = 0; i < BLOCK; i++) {
     const s = performance.now();
     await cycle();
     samples[i] = performance.now() - s;
   }
-  const total = performance.now() - t0;
-  samples.sort();
-  return { perSec: (CYCLES / total) * 1000, p50: samples[Math.floor(CYCLES * 0.5)] ?? 0, p99: samples[Math.floor(CYCLES * 0.99)] ?? 0 };
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { ms, cpuUs: cpu.user + cpu.system, samples };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const quantile = (xs: readonly number[], q: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * q))] ?? 0;
+};
+
+interface Pairing {
+  label: string;
+  floor: Cycle;
+  holdfast: Cycle;
+}
+
+async function compare(p: Pairing): Promise<string[]> {
+  for (let i = 0; i < 300; i++) {
+    await p.floor();
+    await p.holdfast();
+  }
+  const floor: Block[] = [];
+  const hf: Block[] = [];
+  const ratios: number[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    let f: Block;
+    let h: Block;
+    if (i % 2 === 0) {
+      f = await block(p.floor);
+      h = await block(p.holdfast);
+    } else {
+      h = await block(p.holdfast);
+      f = await block(p.floor);
+    }
+    floor.push(f);
+    hf.push(h);
+    ratios.push(h.ms / f.ms);
+  }
+  const row = (name: string, blocks: Block[], ratio: string): string => {
+    const all = blocks.flatMap((b) => b.samples);
+    const perSec = quantile(blocks.map((b) => (BLOCK / b.ms) * 1000), 0.5);
+    const cpu = quantile(blocks.map((b) => b.cpuUs / BLOCK), 0.5);
+    return `| ${name} | ${perSec.toFixed(0)} | ${quantile(all, 0.5).toFixed(3)} | ${quantile(all, 0.99).toFixed(3)} | ${cpu.toFixed(1)} | ${ratio} |`;
+  };
+  return [
+    row(`floor (${p.label})`, floor, '1.000'),
+    row(`holdfast Lock (${p.label})`, hf, `**${quantile(ratios, 0.5).toFixed(3)}** (IQR ${quantile(ratios, 0.25).toFixed(3)}–${quantile(ratios, 0.75).toFixed(3)})`),
+  ];
+}
 
 const server = await RedisServer.start();
-const rows: string[] = [];
+const rows: string[] = ['| contender | cycles/s | p50 ms | p99 ms | client CPU µs/cycle | time ÷ floor (median of pairs) |', '|---|---:|---:|---:|---:|---:|'];
 try {
   const io = new Redis(server.url);
   const nr = createClient({ url: server.url });
   await nr.connect();
-  const ioSha = (await io.script('LOAD', DEL_IF)) as string;
+  const sha = (await io.script('LOAD', DEL_IF)) as string;
 
-  const contenders: Record<string, Cycle> = {};
-  contenders['floor (ioredis)'] = async () => {
-    const token = randomUUID();
-    await io.set('floor', token, 'PX', 30000, 'NX');
-    await io.evalsha(ioSha, 1, 'floor', token);
-  };
   const hfIo = new Holdfast({ redis: io, prefix: 'bench:' });
   const lockIo = hfIo.lock('io');
-  contenders['holdfast Lock (ioredis)'] = async () => {
-    const held = await lockIo.acquire();
-    await held.release();
-  };
-  contenders['floor (node-redis)'] = async () => {
-    const token = randomUUID();
-    await nr.set('floor2', token, { condition: 'NX', expiration: { type: 'PX', value: 30000 } });
-    await nr.evalSha(ioSha, { keys: ['floor2'], arguments: [token] });
-  };
+  rows.push(
+    ...(await compare({
+      label: 'ioredis',
+      floor: async () => {
+        const token = randomUUID();
+        await io.set('floor', token, 'PX', 30000, 'NX');
+        await io.evalsha(sha, 1, 'floor', token);
+      },
+      holdfast: async () => {
+        const held = await lockIo.acquire();
+        await held.release();
+      },
+    })),
+  );
+
   const hfNr = new Holdfast({ redis: nr, prefix: 'bench:' });
   const lockNr = hfNr.lock('nr');
-  contenders['holdfast Lock (node-redis)'] = async () => {
-    const held = await lockNr.acquire();
-    await held.release();
-  };
-
-  const results: Record<string, { perSec: number[]; p50: number[]; p99: number[] }> = {};
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, cycle] of Object.entries(contenders)) {
-      const m = await measure(cycle);
-      const slot = (results[name] ??= { perSec: [], p50: [], p99: [] });
-      slot.perSec.push(m.perSec);
-      slot.p50.push(m.p50);
-      slot.p99.push(m.p99);
-    }
-  }
-  rows.push('| contender | cycles/s | p50 ms | p99 ms | time ÷ floor |', '|---|---:|---:|---:|---:|');
-  for (const [name, r] of Object.entries(results)) {
-    const floorName = name.includes('node-redis') ? 'floor (node-redis)' : 'floor (ioredis)';
-    const floor = median(results[floorName]?.perSec ?? [1]);
-    const ratio = floor / median(r.perSec);
-    rows.push(`| ${name} | ${median(r.perSec).toFixed(0)} | ${median(r.p50).toFixed(3)} | ${median(r.p99).toFixed(3)} | ${ratio.toFixed(3)} |`);
-  }
+  rows.push(
+    ...(await compare({
+      label: 'node-redis',
+      floor: async () => {
+        const token = randomUUID();
+        await nr.set('floor2', token, { condition: 'NX', expiration: { type: 'PX', value: 30000 } });
+        await nr.evalSha(sha, { keys: ['floor2'], arguments: [token] });
+      },
+      holdfast: async () => {
+        const held = await lockNr.acquire();
+        await held.release();
+      },
+    })),
+  );
   await hfIo.close();
   await hfNr.close();
   io.disconnect();
@@ -92,5 +137,5 @@ try {
 } finally {
   await server.stop();
 }
-console.log(`Uncontended acquire+release, ${CYCLES} cycles × ${ROUNDS} alternating rounds (medians), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n`);
+console.log(`Uncontended acquire+release, ${PAIRS} interleaved pairs of ${BLOCK}-cycle blocks, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n`);
 console.log(rows.join('\n'));

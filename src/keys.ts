@@ -6,7 +6,7 @@
  *
  * | key                              | type   | TTL                 | written by              |
  * |----------------------------------|--------|---------------------|-------------------------|
- * | `holdfast:{orders:42}:lock`      | hash   | the lease           | lock acquire/renew      |
+ * | `holdfast:{orders:42}:lock`      | string | the lease           | lock: `<holds>:<token>:<owner>` |
  * | `holdfast:{orders:42}:fence`     | string | none (a counter)    | every fresh acquisition |
  * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
  * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
@@ -44,7 +44,7 @@ export class Keys {
   base(name: string): string {
     return `${this.prefix}{${name}}`;
   }
-  /** The plain / reentrant lock's hash. */
+  /** The plain / reentrant lock: a string `<hold count>:<fencing token>:<owner id>` whose TTL is the lease. */
   lock(name: string): string {
     return `${this.base(name)}:lock`;
   }

@@ -68,6 +68,18 @@ function tick(): void {
   }
 }
 
+/** Adds `entry` to the ticker's watch and makes sure the ticker runs often enough for a `ms` time-out. */
+function track(entry: Pending, ms: number): void {
+  pending.add(entry);
+  const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));
+  if (!ticker || wanted < tickMs) {
+    if (ticker) clearInterval(ticker);
+    tickMs = ticker ? Math.min(tickMs, wanted) : wanted;
+    ticker = setInterval(tick, tickMs);
+    ticker.unref();
+  }
+}
+
 /**
  * Races `promise` against `ms` (checked every `min(25, ms / 4)` ms by a shared unref'd ticker: it never keeps the
  * process alive). On time-out rejects with a {@link RedisConnectionError}; the command may still run on the server.
@@ -81,14 +93,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
         reject(new RedisConnectionError(`${what}: no reply from Redis within ${ms} ms`));
       },
     };
-    pending.add(entry);
-    const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));
-    if (!ticker || wanted < tickMs) {
-      if (ticker) clearInterval(ticker);
-      tickMs = ticker ? Math.min(tickMs, wanted) : wanted;
-      ticker = setInterval(tick, tickMs);
-      ticker.unref();
-    }
+    track(entry, ms);
     promise.then(
       (value) => {
         pending.delete(entry);
@@ -105,8 +110,11 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 /**
  * Runs a script: EVALSHA, then EVAL on NOSCRIPT. Rejects with a holdfast error only. A script that publishes
  * wake-ups (`script.publishes`) gets `publish` as its last argument: `PUBLISH`, or `SPUBLISH` under sharded pub/sub.
+ *
+ * The first EVALSHA is sent at once with one promise around it (this is every lock's hot path); NOSCRIPT, cluster
+ * redirections and errors take the slower path below.
  */
-export async function runScript(
+export function runScript(
   transport: RedisTransport,
   script: ScriptDef,
   keys: readonly string[],
@@ -115,22 +123,55 @@ export async function runScript(
   publish: 'publish' | 'spublish' = 'publish',
 ): Promise<unknown> {
   const args = script.publishes ? [...scriptArgs, publish] : scriptArgs;
-  if (script.numKeys >= 0 && keys.length !== script.numKeys) throw new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`);
-  const what = `script ${script.name}`;
+  if (script.numKeys >= 0 && keys.length !== script.numKeys) {
+    return Promise.reject(new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`));
+  }
   const started = performance.now();
+  return new Promise<unknown>((resolve, reject) => {
+    const entry: Pending = {
+      deadline: started + timeoutMs,
+      fail: () => {
+        pending.delete(entry);
+        reject(new RedisConnectionError(`script ${script.name}: no reply from Redis within ${timeoutMs} ms`));
+      },
+    };
+    track(entry, timeoutMs);
+    transport.evalsha(script.sha, keys, args).then(
+      (value) => {
+        if (!pending.delete(entry)) return; // timed out: already rejected
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (!pending.delete(entry)) return;
+        retryScript(transport, script, keys, args, timeoutMs, started, error).then(resolve, reject);
+      },
+    );
+  });
+}
+
+/** After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error. */
+async function retryScript(
+  transport: RedisTransport,
+  script: ScriptDef,
+  keys: readonly string[],
+  args: ScriptArgs,
+  timeoutMs: number,
+  started: number,
+  firstError: unknown,
+): Promise<unknown> {
+  const what = `script ${script.name}`;
   const left = (): number => Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+  let error = firstError;
   for (let attempt = 1; ; attempt++) {
     try {
-      try {
-        return await withTimeout(transport.evalsha(script.sha, keys, args), left(), what);
-      } catch (error) {
-        if (!messageOf(error).startsWith('NOSCRIPT')) throw error;
-      }
-      return await withTimeout(transport.eval(script.source, keys, args), left(), what);
-    } catch (error) {
+      if (messageOf(error).startsWith('NOSCRIPT')) return await withTimeout(transport.eval(script.source, keys, args), left(), what);
       const pause = Math.min(100, 10 * attempt);
-      if (!NOT_RUN.test(messageOf(error)) || timeoutMs - (performance.now() - started) <= pause) throw toHoldfastError(error, what);
+      if (!NOT_RUN.test(messageOf(error)) || timeoutMs - (performance.now() - started) <= pause) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
+      return await withTimeout(transport.evalsha(script.sha, keys, args), left(), what);
+    } catch (next) {
+      if (next === error) throw toHoldfastError(error, what);
+      error = next;
     }
   }
 }

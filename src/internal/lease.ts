@@ -7,6 +7,10 @@
  */
 import { LockLostError, type LockLostReason } from '../errors.js';
 import { now } from './clock.js';
+import { TimerQueue, type Due, type TimerEntry } from './timer-queue.js';
+
+/** The one timer queue every lease of this process shares. */
+const timers = new TimerQueue(now);
 
 /** How a lease is kept. */
 export interface LeaseOptions {
@@ -29,7 +33,7 @@ export function driftOf(leaseMs: number): number {
   return Math.floor(leaseMs * 0.01) + 2;
 }
 
-export class Lease {
+export class Lease implements Due {
   // Created on first use of `signal`: most holds are released without anyone looking at it.
   #controller: AbortController | undefined;
   #lostWith: LockLostError | undefined;
@@ -37,8 +41,8 @@ export class Lease {
   #deadline: number;
   /** When the watchdog renews next (Infinity: no renewal due, or one in flight). */
   #renewAt: number;
-  /** One timer per lease, due at the earlier of the next renewal and the deadline. */
-  #timer: NodeJS.Timeout | undefined;
+  /** One entry in the shared timer queue per lease, due at the earlier of the next renewal and the deadline. */
+  #timer: TimerEntry | undefined;
   #timerAt = Infinity;
   #stopped = false;
 
@@ -92,7 +96,7 @@ export class Lease {
   /** Stops the timer without aborting: the lease ended because it was released. */
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    timers.cancel(this.#timer);
     this.#timer = undefined;
   }
 
@@ -114,14 +118,14 @@ export class Lease {
   #arm(): void {
     if (this.#stopped) return;
     const at = Math.min(this.#renewAt, this.#deadline);
-    if (this.#timer && at >= this.#timerAt) return; // the armed timer comes first; #wake re-arms
-    clearTimeout(this.#timer);
+    if (this.#timer && at >= this.#timerAt) return; // the armed timer comes first; due() re-arms
+    timers.cancel(this.#timer);
     this.#timerAt = at;
-    this.#timer = setTimeout(() => this.#wake(), Math.max(0, Math.ceil(at - now())));
-    this.#timer.unref();
+    this.#timer = timers.add(at, this);
   }
 
-  #wake(): void {
+  /** @internal Called by the timer queue. */
+  due(): void {
     this.#timer = undefined;
     if (this.#stopped) return;
     const t = now();

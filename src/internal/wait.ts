@@ -37,6 +37,11 @@ export interface WaitOptions<T> {
   attempt: (budgetMs: number) => Promise<Attempt<T>>;
   /** Called when the wait gives up (timeout, abort, error) after subscribing: e.g. leave a queue. */
   onGiveUp?: () => Promise<void>;
+  /**
+   * The outcome of a first attempt the caller already made (a busy one): the loop starts from it instead of trying
+   * again at once. The caller made that attempt only after checking `politeFirst` itself.
+   */
+  first?: Attempt<T> | undefined;
 }
 
 /** Runs the loop; resolves the prize, or `null` for a timed-out single attempt (`timeout: 0`). */
@@ -49,16 +54,19 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
     if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
       listener = await core.notifier.listen(opts.channel, opts.tag);
     }
+    let result = opts.first;
     const busyFor = core.notifier.busyFor(opts.channel);
-    if (opts.politeFirst && timeout !== 0 && busyFor > 0 && core.notifier.waiting(opts.channel) > 0) {
+    if (!result && opts.politeFirst && timeout !== 0 && busyFor > 0 && core.notifier.waiting(opts.channel) > 0) {
       listener = await core.notifier.listen(opts.channel, opts.tag);
       await listener.wait(Math.min(busyFor, deadline - now()), signal);
     }
-    for (;;) {
-      signal?.throwIfAborted();
-      core.assertOpen();
-      // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
-      const result = await opts.attempt(core.settings.commandTimeout);
+    for (;; result = undefined) {
+      if (!result) {
+        signal?.throwIfAborted();
+        core.assertOpen();
+        // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
+        result = await opts.attempt(core.settings.commandTimeout);
+      }
       if (result.done) {
         gaveUp = false;
         return result.value;

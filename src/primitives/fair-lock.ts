@@ -329,7 +329,7 @@ export class FairLock implements HoldSource {
 
   /** @internal */
   async renew(owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.core.run(scripts['lock/renew'], [this.core.keys.fairLock(this.name)], [owner, leaseMs])) === 1;
+    return (await this.core.run(scripts['owned/renew'], [this.core.keys.fairLock(this.name)], [owner, leaseMs])) === 1;
   }
 
   /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */

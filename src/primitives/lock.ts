@@ -11,7 +11,7 @@ import { Lease } from '../internal/lease.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { runHolding } from '../internal/scope.js';
-import { waitFor } from '../internal/wait.js';
+import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
 /** Options of {@link Lock.acquire} and {@link Lock.tryAcquire}. */
@@ -43,6 +43,7 @@ export interface AcquireOptions {
 }
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
+const NO_OPTIONS: Partial<AcquireOptions> = Object.freeze({});
 
 /** A point-in-time view of a lock in Redis. */
 export interface LockInfo {
@@ -281,17 +282,15 @@ export class Lock implements HoldSource {
    * @throws {RedisConnectionError} when Redis does not answer within `commandTimeout`
    * @throws the signal's reason when `signal` aborts
    */
-  async acquire(options?: AcquireOptions): Promise<HeldLock> {
-    const held = await this.#acquire(options, undefined);
-    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return held;
+  acquire(options?: AcquireOptions): Promise<HeldLock> {
+    return this.#acquire(options, undefined, true) as Promise<HeldLock>;
   }
 
   /**
    * One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when another owner holds it.
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, 0);
+    return this.#acquire(options, 0, false);
   }
 
   /**
@@ -344,9 +343,10 @@ export class Lock implements HoldSource {
     return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
   }
 
-  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
-    const opts = checkOptions<AcquireOptions>(options);
-    checkKnownKeys(opts, ACQUIRE_KEYS);
+  /** `required`: throw {@link AcquireTimeoutError} instead of resolving `null` when a single attempt finds it taken. */
+  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined, required: boolean): Promise<HeldLock | null> {
+    const opts = options === undefined ? NO_OPTIONS : checkOptions<AcquireOptions>(options);
+    if (opts !== NO_OPTIONS) checkKnownKeys(opts, ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
     const fixedLease = optDuration(opts.lease, 'options.lease');
     const signal = optSignal(opts.signal, 'options.signal');
@@ -355,37 +355,46 @@ export class Lock implements HoldSource {
     this.core.assertOpen();
 
     const core = this.core;
-    const key = core.keys.lock(this.name);
+    const { key, keys, channel } = (this.#keys ??= { key: core.keys.lock(this.name), keys: [core.keys.lock(this.name), core.keys.fence(this.name)], channel: core.keys.channel(this.name) });
     const inherited = core.context.getStore()?.get(key);
     const fresh = opts.owner === undefined && !(inherited && inherited.active());
     const owner = opts.owner ?? (inherited && inherited.active() ? inherited.owner : core.newOwner());
     const leaseMs = fixedLease ?? core.settings.watchdogLease;
-    const keys = [key, core.keys.fence(this.name)];
+    // An owner id minted for this call cannot hold the lock yet: the script takes its two-call path.
+    const mayHold = fresh ? '0' : '1';
 
-    const held = await waitFor(core, {
-      name: this.name,
-      channel: core.keys.channel(this.name),
-      politeFirst: fresh,
-      timeout,
-      signal,
-      attempt: async (budget) => {
-        const sentAt = now();
-        let reply: number[];
-        try {
-          reply = (await core.run(scripts['lock/acquire'], keys, [owner, leaseMs], budget)) as number[];
-        } catch (error) {
+    const attempt = (budget: number): Promise<Attempt<HeldLock>> => {
+      const sentAt = now();
+      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold], budget).then(
+        (raw): Attempt<HeldLock> => {
+          const reply = decodeAcquire(raw);
+          if (reply.acquired) {
+            return { done: true, value: this.#table.held(owner, reply.token, reply.holdCount, sentAt, leaseMs, fixedLease === undefined) };
+          }
+          return { done: false, retryInMs: reply.pttl === -2 ? 0 : reply.pttl };
+        },
+        (error: unknown) => {
           // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
           if (fresh && error instanceof RedisConnectionError) this.#abandon(owner);
           throw error;
-        }
-        if (reply[0] === 1) {
-          return { done: true, value: this.#table.held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
-        }
-        const pttl = reply[1] ?? -2;
-        return { done: false, retryInMs: pttl === -2 ? 0 : pttl };
-      },
-    });
+        },
+      );
+    };
+    // The common case first, without the waiting machinery: one attempt, unless this process' own waiters queue
+    // ahead of a fresh owner (see `politeFirst`).
+    let first: Attempt<HeldLock> | undefined;
+    const notifier = core.notifier;
+    if (!(fresh && timeout !== 0 && notifier.busyFor(channel) > 0 && notifier.waiting(channel) > 0)) {
+      signal?.throwIfAborted();
+      first = await attempt(core.settings.commandTimeout);
+    }
+    const held = first?.done
+      ? first.value
+      : first && timeout === 0
+        ? null
+        : await waitFor(core, { name: this.name, channel, politeFirst: fresh, timeout, signal, attempt, first });
     if (held && sync) await this.#syncReplicas(held, sync);
+    if (!held && required) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
     return held;
   }
 
@@ -407,6 +416,8 @@ export class Lock implements HoldSource {
   }
 
   readonly #table = new HoldTable(this);
+  /** Key names of this lock, built on first use. */
+  #keys: { key: string; keys: readonly string[]; channel: string } | undefined;
 
   #abandon(owner: string): void {
     this.releaseAll(owner).catch(() => {
@@ -432,17 +443,30 @@ export class Lock implements HoldSource {
   }
 
   /** @internal Releases one hold with retries that reuse one request id. */
-  async releaseHold(hold: Hold): Promise<void> {
+  releaseHold(hold: Hold): Promise<void> {
     const core = this.core;
     const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())];
-    await this.#table.release(
+    const channel = core.keys.channel(this.name);
+    return this.#table.release(
       hold,
-      async (retry) =>
-        (await core.run(scripts['lock/release'], keys, [hold.owner, core.keys.channel(this.name), core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number,
+      (retry) => core.run(scripts['lock/release'], keys, [hold.owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0']) as Promise<number>,
       'lock',
     );
   }
 
+}
+
+/** @internal What the `lock/acquire` script answered. */
+export type AcquireReply = { acquired: true; token: number; holdCount: number } | { acquired: false; pttl: number };
+
+/**
+ * @internal Decodes a `lock/acquire` reply: a bare token for a first hold (the common, cheap reply),
+ * `[1, token, holdCount]` for a re-entry, `[0, pttl]` when another owner holds the lock.
+ */
+export function decodeAcquire(reply: unknown): AcquireReply {
+  if (!Array.isArray(reply)) return { acquired: true, token: Number(reply), holdCount: 1 };
+  const [ok, a, b] = reply as [number, number, number | undefined];
+  return ok === 1 ? { acquired: true, token: Number(a), holdCount: Number(b ?? 1) } : { acquired: false, pttl: Number(a ?? -2) };
 }
 
 function describeLoss(hold: Hold): string {

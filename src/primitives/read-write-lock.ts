@@ -177,7 +177,7 @@ export class WriteLock extends OwnedLock<HeldWriteLock> {
   }
   /** @internal */
   async renewOnce(owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.core.run(scripts['lock/renew'], [this.core.keys.rwWriter(this.name)], [owner, leaseMs])) === 1;
+    return (await this.core.run(scripts['owned/renew'], [this.core.keys.rwWriter(this.name)], [owner, leaseMs])) === 1;
   }
   /** @internal */
   async releaseOnce(owner: string, requestId: string, all: boolean): Promise<number> {

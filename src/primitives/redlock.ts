@@ -33,6 +33,7 @@ import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optDu
 import { Keys } from '../keys.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
+import { decodeAcquire, type AcquireReply } from './lock.js';
 import { Holdfast, toTransport } from '../holdfast.js';
 
 /** Options of {@link Redlock}. */
@@ -348,12 +349,12 @@ export class RedlockLock {
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
     const replies: Settled<unknown>[] = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs], nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs, '0'], nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
-      const value = reply.value as number[];
-      return value[0] === 1 ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value[1] ?? -2 };
+      const value = decodeAcquire(reply.value);
+      return value.acquired ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value.pttl };
     });
     const granted = results.filter((r) => r.status === 'acquired').map((r) => r.node);
     const noValidity = (): string | undefined => {
@@ -369,7 +370,7 @@ export class RedlockLock {
       return { held: undefined, results, detail: late };
     }
     if (granted.length >= quorum) {
-      const token = Math.max(...granted.map((i) => Number((replies[i] as PromiseFulfilledResult<number[]>).value[1] ?? 0)));
+      const token = Math.max(...granted.map((i) => tokenOf(decodeAcquire((replies[i] as PromiseFulfilledResult<unknown>).value))));
       const raised = await Promise.allSettled(
         granted.map((i) => runScript(nodes[i] as RedisTransport, scripts['redlock/fence'], lockKeys, [owner, token], nodeTimeout)),
       );
@@ -562,4 +563,8 @@ export class HeldRedlock implements AsyncDisposable, Closable {
       if (!(error instanceof LockNotHeldError)) throw error;
     }
   }
+}
+
+function tokenOf(reply: AcquireReply): number {
+  return reply.acquired ? reply.token : 0;
 }

@@ -197,7 +197,7 @@ export class CacheLoader<T = unknown> {
       leaseMs,
       renewEveryMs: Math.max(10, Math.floor(leaseMs / 3)),
       sentAt,
-      renew: async (ms) => (await core.run(scripts['lock/renew'], [keys[1] as string], [owner, ms])) === 1,
+      renew: async (ms) => (await core.run(scripts['owned/renew'], [keys[1] as string], [owner, ms])) === 1,
       onLost: () => {
         /* the loader's signal says it */
       },

@@ -1,26 +1,42 @@
 --[[
   Acquire (or re-enter) a reentrant lock.
-  KEYS[1] the lock hash {o = owner, c = hold count, t = fencing token}
+  KEYS[1] the lock: a string "<hold count>:<fencing token>:<owner id>" with the lease as its TTL
   KEYS[2] the fencing counter of this name
   ARGV[1] owner id
   ARGV[2] lease in ms
-  Returns {1, token, holdCount} when acquired or re-entered, {0, pttl} when another owner holds it.
+  ARGV[3] '1' when this owner may already hold the lock (an explicit or inherited owner id: re-entry possible),
+          '0' for an owner id minted for this acquisition, which cannot hold it yet
+  Returns the token (a number) when a first hold was taken, {1, token, holdCount} when re-entered, {0, pttl} when
+  another owner holds it. The bare number keeps the common reply small: an array reply costs more on both ends.
+
+  A fresh owner takes the short path, two calls: mint a token, then SET NX. When the lock is taken the token minted
+  is simply never used: tokens must only grow, they need not be dense.
 ]]
 local owner = ARGV[1]
-local lease = tonumber(ARGV[2])
-local current = redis.call('hget', KEYS[1], 'o')
-if not current then
+local lease = ARGV[2]
+if ARGV[3] ~= '1' then
   local token = redis.call('incr', KEYS[2])
-  redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
-  redis.call('pexpire', KEYS[1], lease)
-  return {1, token, 1}
-end
-if current == owner then
-  local count = redis.call('hincrby', KEYS[1], 'c', 1)
-  -- re-entry never shortens the lease an outer hold asked for
-  if redis.call('pttl', KEYS[1]) < lease then
-    redis.call('pexpire', KEYS[1], lease)
+  if redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then
+    return token
   end
-  return {1, tonumber(redis.call('hget', KEYS[1], 't')), count}
+  return {0, redis.call('pttl', KEYS[1])}
+end
+local v = redis.call('get', KEYS[1])
+if not v then
+  local token = redis.call('incr', KEYS[2])
+  redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'px', lease)
+  return token
+end
+local count, token, current = string.match(v, '^(%d+):(%d+):(.*)$')
+if current == owner then
+  count = tonumber(count) + 1
+  local value = count .. ':' .. token .. ':' .. owner
+  -- re-entry never shortens the lease an outer hold asked for
+  if redis.call('pttl', KEYS[1]) < tonumber(lease) then
+    redis.call('set', KEYS[1], value, 'px', lease)
+  else
+    redis.call('set', KEYS[1], value, 'keepttl')
+  end
+  return {1, tonumber(token), count}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -1,6 +1,6 @@
 --[[
   Delete a lock whoever holds it, and wake its waiters.
-  KEYS[1] the lock hash
+  KEYS[1] the lock
   ARGV[1] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when a lock was deleted, 0 when there was none.

@@ -1,6 +1,6 @@
 --[[
   Release one hold (or every hold) of a reentrant lock, safely retryable.
-  KEYS[1] the lock hash
+  KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
   KEYS[2] this request's release marker (written only when holds remain, read only on a retry)
   ARGV[1] owner id
   ARGV[2] channel to publish a release on
@@ -19,19 +19,23 @@ if ARGV[5] == '1' then
     return tonumber(done)
   end
 end
-local v = redis.call('hmget', KEYS[1], 'o', 'c')
-if v[1] ~= ARGV[1] then
+local v = redis.call('get', KEYS[1])
+if not v then
+  return -1
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+if owner ~= ARGV[1] then
   return -1
 end
 local left = 0
 if ARGV[4] ~= '1' then
-  left = tonumber(v[2]) - 1
+  left = tonumber(count) - 1
 end
 if left <= 0 then
   redis.call('del', KEYS[1])
   notify(ARGV[2], '1')
   return 0
 end
-redis.call('hset', KEYS[1], 'c', left)
+redis.call('set', KEYS[1], left .. ':' .. token .. ':' .. owner, 'keepttl')
 redis.call('set', KEYS[2], left, 'px', ARGV[3])
 return left

@@ -1,11 +1,12 @@
 --[[
-  Extend the lease of a lock this owner holds. Never revives an expired lock: an expired hash is gone.
-  KEYS[1] the lock hash
+  Extend the lease of a lock this owner holds. Never revives an expired lock: an expired key is gone.
+  KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
   ARGV[1] owner id
   ARGV[2] new lease in ms
   Returns 1 when extended, 0 when this owner no longer holds the lock.
 ]]
-if redis.call('hget', KEYS[1], 'o') == ARGV[1] then
+local v = redis.call('get', KEYS[1])
+if v and string.match(v, '^%d+:%d+:(.*)$') == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 1
 end
