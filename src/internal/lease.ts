@@ -22,6 +22,12 @@ export interface LeaseOptions {
   renewEveryMs: number | undefined;
   /** Monotonic time at which the request that set the lease was sent. */
   sentAt: number;
+  /**
+   * The first lease, when Redis set a shorter one than `leaseMs` before the holder could confirm its own (a fair
+   * lock's hand-off, counted from the waiter's last queued attempt): the deadline starts at `sentAt + firstLeaseMs`.
+   * @default leaseMs
+   */
+  firstLeaseMs?: number | undefined;
   /** Extends the lease in Redis: true if still ours, false if not. Throws on connection trouble. */
   renew: (leaseMs: number) => Promise<boolean>;
   /** Called once when the lease is lost (not when it is stopped). */
@@ -48,7 +54,8 @@ export class Lease implements Due {
 
   constructor(opts: LeaseOptions) {
     this.#opts = opts;
-    this.#deadline = opts.sentAt + opts.leaseMs - driftOf(opts.leaseMs);
+    const first = opts.firstLeaseMs ?? opts.leaseMs;
+    this.#deadline = opts.sentAt + first - driftOf(first);
     this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
     this.#arm();
   }

@@ -3,7 +3,8 @@
  * shared by every local waiter on it and dropped a little after the last one leaves. A message on a channel wakes
  * as many local waiters as it says (a number), or all of them (`a`), oldest first. A message `=<tag>` wakes only the
  * local waiters registered with that tag (the fair lock names the owner it handed the lock to, so one channel per
- * client serves all of that client's waiters and a hand-off wakes exactly one of them).
+ * client serves all of that client's waiters and a hand-off wakes exactly one of them). A message `+<payload>:<tag>`
+ * does the same and leaves `payload` with the listener (the fair lock's hand-off carries the fencing token).
  *
  * A wake that arrives while its waiter is between attempts is remembered, never lost: the next `wait()` returns at once.
  */
@@ -27,6 +28,7 @@ export class Listener {
   #woken = false;
   #resolve: ((woken: boolean) => void) | undefined;
   #closed = false;
+  #payload: string | undefined;
 
   constructor(
     readonly seq: number,
@@ -43,9 +45,18 @@ export class Listener {
     return this.#closed;
   }
 
+  /** The payload of the last `+<payload>:<tag>` wake, once: cleared when taken. */
+  takePayload(): string | undefined {
+    const payload = this.#payload;
+    this.#payload = undefined;
+    return payload;
+  }
+
   /** Called by the notifier. Returns false if this listener cannot take a wake. */
-  wake(): boolean {
-    if (this.#closed || this.#woken) return false;
+  wake(payload?: string): boolean {
+    if (this.#closed) return false;
+    if (payload !== undefined) this.#payload = payload;
+    if (this.#woken) return false;
     this.#woken = true;
     const resolve = this.#resolve;
     if (resolve) {
@@ -137,6 +148,13 @@ export class Notifier {
     if (message.startsWith('=')) {
       const tag = message.slice(1);
       for (const listener of channel.listeners) if (listener.tag === tag) listener.wake();
+      return;
+    }
+    if (message.startsWith('+')) {
+      const colon = message.indexOf(':');
+      const payload = message.slice(1, colon);
+      const tag = message.slice(colon + 1);
+      for (const listener of channel.listeners) if (listener.tag === tag) listener.wake(payload);
       return;
     }
     let count = message === 'a' ? Infinity : Math.max(1, Number.parseInt(message, 10) || 1);

@@ -42,6 +42,11 @@ export interface WaitOptions<T> {
    * again at once. The caller made that attempt only after checking `politeFirst` itself.
    */
   first?: Attempt<T> | undefined;
+  /**
+   * Called when a wake carried a payload (`+<payload>:<tag>`): the prize if the payload alone gives it (the fair
+   * lock's hand-off), or `undefined` to make an attempt as usual.
+   */
+  onPayload?: (payload: string) => T | undefined;
 }
 
 /** Runs the loop; resolves the prize, or `null` for a timed-out single attempt (`timeout: 0`). */
@@ -79,7 +84,13 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
         continue; // subscribed: try once more before sleeping
       }
       const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now());
-      await listener.wait(sleep, signal);
+      const woken = await listener.wait(sleep, signal);
+      const payload = woken && opts.onPayload ? listener.takePayload() : undefined;
+      const prize = payload === undefined ? undefined : opts.onPayload?.(payload);
+      if (prize !== undefined) {
+        gaveUp = false;
+        return prize;
+      }
     }
   } finally {
     listener?.close();

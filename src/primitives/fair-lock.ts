@@ -6,9 +6,11 @@
  * - A waiter that finds the lock taken appends its owner id to a Redis list (the queue) and records which client it
  *   waits in (the client's channel). Each holdfast client subscribes once per fair lock name to its own channel.
  * - The release script pops the head of the queue and makes it the owner at once ("granted": hold count 0), mints its
- *   fencing token and publishes the owner id on that waiter's client channel only. The notifier routes the message to
- *   that one local waiter, which claims the grant (one round trip) and holds the lock. Nobody else wakes; nobody can
- *   barge in between, because the lock is never free while someone alive waits.
+ *   fencing token and publishes the token and owner id on that waiter's client channel only. The notifier routes the
+ *   message to that one local waiter, which holds the lock from that moment (on a first lease it can prove: its own
+ *   last queued attempt's send time + the alive time, which the grant outlives) and claims the grant in the
+ *   background for its full lease. So a hand-off costs the release and one message, no extra round trip. Nobody else
+ *   wakes; nobody can barge in between, because the lock is never free while someone alive waits.
  * - Liveness: each client with waiters sends one heartbeat per lock name every `waiterTimeout / 5` (one script call
  *   for all of its waiters) that keeps it "alive until" Redis time + 0.6 × `waiterTimeout`. Entries of a client whose
  *   alive time passed are dropped when they reach the head. A grant lives only as long as its client's alive time
@@ -21,6 +23,7 @@
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { driftOf } from '../internal/lease.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
@@ -249,6 +252,10 @@ export class FairLock implements HoldSource {
     const t = this.timing;
     const enqueue = timeout === 0 ? '0' : '1';
     let heartbeat: Heartbeat | undefined;
+    /** When this waiter's last attempt that left it queued was sent: the grant it waits for outlives that + aliveMs. */
+    let queuedAt = -Infinity;
+    // A re-entry waits for a hand-off claim still in flight, so that Redis counts the holds in the order made here.
+    if (!fresh) await this.#table.get(owner)?.claim;
 
     try {
       return await waitFor(core, {
@@ -271,6 +278,7 @@ export class FairLock implements HoldSource {
           if (reply[0] === 1) {
             return { done: true, value: this.#table.held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
           }
+          if (reply[2] === 1) queuedAt = sentAt;
           if (reply[2] === 1 && !heartbeat) {
             heartbeat = this.#heartbeat(channel);
             heartbeat.join(owner);
@@ -278,12 +286,66 @@ export class FairLock implements HoldSource {
           // Sleep until the hand-off message names us; the heartbeat covers a lost message and a dead holder.
           return { done: false, retryInMs: -1 };
         },
+        onPayload: (payload) => this.#handedOver(owner, Number(payload), queuedAt, leaseMs, fixedLease === undefined),
         onGiveUp: async () => {
           if (heartbeat) await this.leaveQueue(owner);
         },
       });
     } finally {
       heartbeat?.leave(owner);
+    }
+  }
+
+  /**
+   * The hand-off message named this waiter and its token: the lock is ours in Redis from the grant on, and the grant
+   * lasts at least until the waiter's last queued attempt was sent + `aliveMs` (that attempt set the client's alive
+   * time, which the grant's TTL covers; see includes/fair-advance.lua). So the waiter holds the lock at once, on
+   * that shorter first lease, without the claim's round trip; the claim (hold count 0 → 1, the full lease) follows in
+   * the background and moves the deadline out. When too little of that first lease is left, it returns `undefined`
+   * and the waiter claims first, as an attempt.
+   */
+  #handedOver(owner: string, token: number, queuedAt: number, leaseMs: number, watchdog: boolean): HeldLock | undefined {
+    const first = this.timing.aliveMs;
+    const left = queuedAt + first - driftOf(first) - now();
+    if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
+    const held = this.#table.held(owner, token, 1, queuedAt, leaseMs, watchdog, first);
+    const hold = held.hold;
+    // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
+    // release and any re-entry wait for it, so Redis still sees the claim first.
+    hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#claim(hold, leaseMs))
+      .finally(() => {
+        hold.claim = undefined;
+      });
+    return held;
+  }
+
+  /** Claims a grant already counted as held: confirms the full lease, or marks the hold lost if the grant is gone. */
+  async #claim(hold: Hold, leaseMs: number): Promise<void> {
+    const core = this.core;
+    const t = this.timing;
+    const channel = core.keys.fairChannel(this.name, core.clientId);
+    for (let attempt = 1; !hold.lease.done; attempt++) {
+      const sentAt = now();
+      try {
+        const reply = (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, channel, '2', t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as number[];
+        if (reply[0] === 1 && reply[1] === hold.token) hold.lease.confirm(sentAt, leaseMs);
+        else if (!hold.lease.lost) {
+          this.#table.forget(hold);
+          hold.lease.lose('taken-over');
+        }
+        return;
+      } catch (error) {
+        // The claim may not have run: try again (it is idempotent) while the first lease lasts.
+        if (!(error instanceof RedisConnectionError) || now() + 25 * attempt >= hold.lease.deadline) {
+          if (!hold.lease.lost) {
+            this.#table.forget(hold);
+            hold.lease.lose('connection', error);
+          }
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 25 * attempt));
+      }
     }
   }
 
@@ -334,6 +396,7 @@ export class FairLock implements HoldSource {
 
   /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */
   async releaseHold(hold: Hold): Promise<void> {
+    await hold.claim; // a hand-off's claim first: the release script needs the hold counted in Redis
     const keys = this.#releaseKeys();
     const settings = this.core.settings;
     await this.#table.release(

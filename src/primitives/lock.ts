@@ -90,6 +90,8 @@ export interface HoldSource {
 export class Hold implements Closable {
   lease!: Lease;
   holds = 0;
+  /** A claim of a fair-lock hand-off still on its way to Redis: re-entries and the release wait for it. */
+  claim: Promise<void> | undefined;
 
   constructor(
     readonly lock: HoldSource,
@@ -102,6 +104,7 @@ export class Hold implements Closable {
   }
 
   async closeHold(): Promise<void> {
+    await this.claim;
     this.lease.stop();
     try {
       await this.lock.releaseAll(this.owner);
@@ -120,8 +123,11 @@ export class HoldTable {
 
   constructor(private readonly source: HoldSource) {}
 
-  /** Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its held lock. */
-  held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean): HeldLock {
+  /**
+   * Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its held lock. `firstLeaseMs`:
+   * Redis set a shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
+   */
+  held(owner: string, token: number, holdCount: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): HeldLock {
     let hold = this.#holds.get(owner);
     if (!hold || hold.lease.done) {
       const created = new Hold(this.source, owner, token);
@@ -131,6 +137,7 @@ export class HoldTable {
         leaseMs,
         renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
         sentAt,
+        firstLeaseMs,
         renew: (ms) => this.source.renew(owner, ms),
         onLost: (error: LockLostError) => {
           this.forget(created);
@@ -178,6 +185,11 @@ export class HoldTable {
       hold.lease.stop();
       this.forget(hold);
     }
+  }
+
+  /** The live hold of `owner` here, if any. */
+  get(owner: string): Hold | undefined {
+    return this.#holds.get(owner);
   }
 
   /** Drops a hold that was released or lost. */

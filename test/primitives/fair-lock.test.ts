@@ -137,6 +137,44 @@ for (const adapter of adapters) {
       await again.release();
     });
 
+    void it('a hand-off is held on arrival of its message; the claim that follows gives the full lease and count', async () => {
+      const [a, b] = await pair();
+      const lock = a.fairLock('instant');
+      // 1. hand-off, then the new holder releases at once: the release waits for the claim and succeeds
+      let held = await lock.acquire();
+      let waiting = b.fairLock('instant').acquire({ lease: 20_000 });
+      await waitersOf(lock, 1);
+      await held.release();
+      let got = await waiting;
+      assert.ok(got.token > held.token);
+      assert.equal(got.holdCount, 1);
+      assert.equal(got.lost, false);
+      await got.release();
+      assert.equal(await lock.isLocked(), false);
+      // 2. hand-off, then Redis is read: the grant was claimed (hold count 1) with the holder's own 20 s lease, not
+      //    the short first lease it started on; a re-entry counts on top of it
+      held = await lock.acquire();
+      const other = b.fairLock('instant');
+      waiting = other.acquire({ lease: 20_000, owner: 'handed' });
+      await waitersOf(lock, 1);
+      await held.release();
+      got = await waiting;
+      // held before its claim ran: read on the holder's own connection, which sends the claim only after this
+      const early = await other.inspect();
+      assert.equal(early.owner, 'handed');
+      assert.equal(early.holdCount, 0, 'the waiter held the lock from the hand-off message, before claiming it');
+      const inner = await other.acquire({ owner: 'handed', timeout: 0 });
+      assert.equal(inner.holdCount, 2);
+      const info = await lock.inspect();
+      assert.equal(info.owner, 'handed');
+      assert.equal(info.holdCount, 2);
+      assert.equal(info.token, got.token);
+      assert.ok((info.remainingTtl ?? 0) > 15_000, `remaining ${info.remainingTtl} ms`);
+      await inner.release();
+      await got.release();
+      assert.equal(await lock.isLocked(), false);
+    });
+
     void it('mutual exclusion: concurrent read-modify-write across two clients loses no update', async () => {
       const [a, b] = await pair();
       let inside = 0;

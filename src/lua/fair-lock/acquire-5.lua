@@ -8,7 +8,8 @@
   ARGV[1] owner id
   ARGV[2] lease in ms
   ARGV[3] this client's channel
-  ARGV[4] '1' to join the queue when the lock is not ours, '0' for a single attempt
+  ARGV[4] '1' to join the queue when the lock is not ours, '0' for a single attempt, '2' to claim a grant only: the
+          hold count goes from 0 to 1 (never further, so a retried claim is harmless), nothing else is tried
   ARGV[5] alive time in ms: how long this client counts as alive without a heartbeat
   ARGV[6] least TTL of a grant in ms
   ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
@@ -22,6 +23,18 @@ local ch = ARGV[3]
 
 local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
 local current = v[1]
+if ARGV[4] == '2' then
+  if current ~= owner then
+    return {0, -1, 0}
+  end
+  local count = tonumber(v[2])
+  if count == 0 then
+    count = 1
+    redis.call('hset', KEYS[1], 'c', 1)
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  return {1, tonumber(v[3]), count}
+end
 if not current then
   current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], nowMs(), tonumber(ARGV[6]))
   if not current then
