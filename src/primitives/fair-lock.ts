@@ -299,13 +299,15 @@ export class FairLock implements HoldSource {
   /**
    * The hand-off message named this waiter and its token: the lock is ours in Redis from the grant on, and the grant
    * lasts at least until the waiter's last queued attempt was sent + `aliveMs` (that attempt set the client's alive
-   * time, which the grant's TTL covers; see includes/fair-advance.lua). So the waiter holds the lock at once, on
-   * that shorter first lease, without the claim's round trip; the claim (hold count 0 → 1, the full lease) follows in
+   * time, which the grant's TTL covers; see includes/fair-advance.lua), and the claim, which sets the holder's lease
+   * from a later moment, keeps it at least until that send + `leaseMs`. So the waiter holds the lock at once, on a
+   * first lease of the shorter of the two from that send, without the claim's round trip; the claim (hold count 0 → 1, the full lease) follows in
    * the background and moves the deadline out. When too little of that first lease is left, it returns `undefined`
    * and the waiter claims first, as an attempt.
    */
   #handedOver(owner: string, token: number, queuedAt: number, leaseMs: number, watchdog: boolean): HeldLock | undefined {
-    const first = this.timing.aliveMs;
+    // Not longer than the holder's own lease either: the claim sets the key's TTL to that lease, from a later moment.
+    const first = Math.min(this.timing.aliveMs, leaseMs);
     const left = queuedAt + first - driftOf(first) - now();
     if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
     const held = this.#table.held(owner, token, 1, queuedAt, leaseMs, watchdog, first);

@@ -79,13 +79,19 @@ async function connectClient(kind: BackendConfig['adapter'], url: string): Promi
   };
 }
 
-/** holdfast's reentrant `Lock`, over ioredis or node-redis. */
-export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
+/**
+ * holdfast's reentrant `Lock` (or, `fair`, its `FairLock` with a 2 s waiterTimeout), over ioredis or node-redis. For
+ * the fair lock, `sendRef` is the send of the last acquire script before the lock was held: the waiter's last queued
+ * attempt when the hand-off message made it the holder (its first lease counts from there), else the claiming one.
+ */
+export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks, fair = false): Promise<LockBackend> {
   const url = config.urls[0];
   if (!url) throw new Error('holdfast backend needs one URL');
   const { redis, disconnect } = await connectClient(config.adapter, url);
   const offset = perfOffset();
-  const lockKey = `${config.prefix}{${config.lock}}:lock`;
+  const lockKey = `${config.prefix}{${config.lock}}:${fair ? 'fair' : 'lock'}`;
+  const acquireSha = scripts[fair ? 'fair-lock/acquire' : 'lock/acquire'].sha;
+  const renewSha = scripts[fair ? 'owned/renew' : 'lock/renew'].sha;
   // Observe (never change) what holdfast sends: the send time of the last acquire / renew for our lock.
   const inner = toTransport(redis);
   let acquireSent = 0;
@@ -98,8 +104,9 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     evalsha: (sha, keys, args) => {
       const sent = refNow();
       const reply = inner.evalsha(sha, keys, args);
-      if (keys[0] === lockKey && sha === scripts['lock/acquire'].sha) acquireSent = sent;
-      if (keys[0] === lockKey && sha === scripts['lock/renew'].sha && config.watchdog) {
+      // (not the fair lock's background claim, mode '2': that is sent once the lock is already held)
+      if (keys[0] === lockKey && sha === acquireSha && args[3] !== '2') acquireSent = sent;
+      if (keys[0] === lockKey && sha === renewSha && config.watchdog) {
         const held = current;
         reply.then(
           (r) => {
@@ -118,7 +125,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     commandTimeout: config.commandTimeoutMs,
     ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
   });
-  const lock = holdfast.lock(config.lock);
+  const lock = fair ? holdfast.fairLock(config.lock, { waiterTimeout: 2000 }) : holdfast.lock(config.lock);
   return {
     async acquire({ timeoutMs, signal }) {
       const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });

@@ -7,7 +7,8 @@
 
 export interface WorkerConfig {
   id: string;
-  backend: 'holdfast' | 'majority' | 'redlock';
+  /** `holdfast-fair`: the FairLock (waiterTimeout 2 s) instead of the Lock. */
+  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock';
   adapter: 'ioredis' | 'node-redis';
   urls: string[];
   oracleUrl: string;

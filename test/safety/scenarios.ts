@@ -122,6 +122,39 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'fair-contention',
+    title: 'FairLock, no faults, every worker on one lock (hand-offs held from the grant message)',
+    backend: 'holdfast-fair',
+    workers: 8,
+    worker: { workMs: 2, usesPerGrant: 3, thinkMs: 2 },
+    durationMs: 15_000,
+    quickMs: 4_000,
+    livenessBoundMs: 2000,
+  },
+  {
+    name: 'fair-paused',
+    title: 'FairLock: SIGSTOP the holder or a waiter for 1.6 s (> 1 s lease; a waiter past its 1.2 s alive time), then SIGCONT',
+    backend: 'holdfast-fair',
+    workers: 5,
+    worker: { workMs: 40, usesPerGrant: 4, useBudgetMs: 150 },
+    durationMs: 20_000,
+    quickMs: 6_000,
+    livenessBoundMs: 4000,
+    recoveryBoundMs: 4000,
+    async nemesis(ctx) {
+      await every(ctx, 800, 1200, async () => {
+        const h = ctx.random() < 0.5 ? await ctx.holder(1000) : ctx.workers()[Math.floor(ctx.random() * ctx.workers().length)];
+        if (!h) return;
+        await ctx.sleep(ctx.random() * 60);
+        const from = ctx.now();
+        h.process.pause();
+        await new Promise((r) => setTimeout(r, 1600));
+        h.process.resume();
+        ctx.record({ kind: 'pause-client', target: h.id, from, to: ctx.now() });
+      });
+    },
+  },
+  {
     name: 'redis-paused',
     title: 'SIGSTOP the lock server for 1.5 s (> lease), then SIGCONT',
     backend: 'holdfast',

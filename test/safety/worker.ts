@@ -62,7 +62,7 @@ async function main(): Promise<void> {
       ? await majorityBackend(backendConfig)
       : config.backend === 'redlock'
         ? await redlockBackend(backendConfig, hooks)
-        : await holdfastBackend(backendConfig, hooks);
+        : await holdfastBackend(backendConfig, hooks, config.backend === 'holdfast-fair');
 
   const stop = new AbortController();
   process.on('message', (m) => {
