@@ -8,7 +8,7 @@
  * per-pair ratio, with the interquartile range of that ratio; the process' CPU time per cycle (user + system, from
  * `process.cpuUsage()`) is a second, less noise-prone view of the client-side cost.
  *
- *   npm run build && npx tsx bench/uncontended.ts [--block 250] [--pairs 40]
+ *   npm run build && npx tsx bench/uncontended.ts [--block 200] [--pairs 80]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -18,7 +18,7 @@ import { createClient } from 'redis';
 import { Holdfast } from '../dist/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
-const { values } = parseArgs({ options: { block: { type: 'string', default: '250' }, pairs: { type: 'string', default: '40' } } });
+const { values } = parseArgs({ options: { block: { type: 'string', default: '200' }, pairs: { type: 'string', default: '80' } } });
 const BLOCK = Number(values.block);
 const PAIRS = Number(values.pairs);
 const DEL_IF = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";

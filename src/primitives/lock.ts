@@ -367,7 +367,7 @@ export class Lock implements HoldSource {
     this.core.assertOpen();
 
     const core = this.core;
-    const { key, keys, channel } = (this.#keys ??= { key: core.keys.lock(this.name), keys: [core.keys.lock(this.name), core.keys.fence(this.name)], channel: core.keys.channel(this.name) });
+    const { key, keys, channel } = this.#names();
     const inherited = core.context.getStore()?.get(key);
     const fresh = opts.owner === undefined && !(inherited && inherited.active());
     const owner = opts.owner ?? (inherited && inherited.active() ? inherited.owner : core.newOwner());
@@ -379,6 +379,8 @@ export class Lock implements HoldSource {
       const sentAt = now();
       return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold], budget).then(
         (raw): Attempt<HeldLock> => {
+          // the common reply, a first hold's bare token, without the decoding
+          if (typeof raw === 'number') return { done: true, value: this.#table.held(owner, raw, 1, sentAt, leaseMs, fixedLease === undefined) };
           const reply = decodeAcquire(raw);
           if (reply.acquired) {
             return { done: true, value: this.#table.held(owner, reply.token, reply.holdCount, sentAt, leaseMs, fixedLease === undefined) };
@@ -431,6 +433,11 @@ export class Lock implements HoldSource {
   /** Key names of this lock, built on first use. */
   #keys: { key: string; keys: readonly string[]; channel: string } | undefined;
 
+  #names(): { key: string; keys: readonly string[]; channel: string } {
+    const k = this.core.keys;
+    return (this.#keys ??= { key: k.lock(this.name), keys: [k.lock(this.name), k.fence(this.name)], channel: k.channel(this.name) });
+  }
+
   #abandon(owner: string): void {
     this.releaseAll(owner).catch(() => {
       /* Redis is unreachable: the lease will expire */
@@ -457,8 +464,8 @@ export class Lock implements HoldSource {
   /** @internal Releases one hold with retries that reuse one request id. */
   releaseHold(hold: Hold): Promise<void> {
     const core = this.core;
-    const keys = [core.keys.lock(this.name), core.keys.releaseMarker(this.name, core.requestId())];
-    const channel = core.keys.channel(this.name);
+    const { key, channel } = this.#names();
+    const keys = [key, core.keys.releaseMarker(this.name, core.requestId())];
     return this.#table.release(
       hold,
       (retry) => core.run(scripts['lock/release'], keys, [hold.owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0']) as Promise<number>,
