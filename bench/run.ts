@@ -102,6 +102,12 @@ interface Row {
   meanHoldMs: number;
   /** The longest hold a contender had (a 1 ms `setTimeout` that fired late: the process was not scheduled). */
   maxHoldMs: number;
+  /**
+   * The most acquisitions by other contenders during one wait (from the acquire call to having the lock). FIFO
+   * allows at most n: everyone else once, and a hand-off to a waiter ahead that was granted but not yet arrived when
+   * the acquire was called. It does not depend on how long the holds took.
+   */
+  maxOvertakes: number;
   error?: string;
 }
 
@@ -163,6 +169,24 @@ async function scenario(
   }
   handoffGaps.sort((a, b) => a - b);
   const waits = inWindow.map((e) => e[2]).sort((a, b) => a - b);
+  // `events` is sorted by acquiredAt: the acquisitions inside a wait are a contiguous run before it.
+  const acquiredAts = events.map((e) => e[1]);
+  const firstAtOrAfter = (t: number): number => {
+    let lo = 0;
+    let hi = acquiredAts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((acquiredAts[mid] as number) < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  let maxOvertakes = 0;
+  for (const e of inWindow) {
+    let n = 0;
+    for (let i = firstAtOrAfter(e[1] - e[2]); i < events.length && (events[i] as Event)[1] < e[1]; i++) if ((events[i] as Event)[0] !== e[0]) n++;
+    maxOvertakes = Math.max(maxOvertakes, n);
+  }
   const cycles = inWindow.map((e) => e[3]).sort((a, b) => a - b);
   const perContender = new Array<number>(contenders).fill(0);
   for (const e of inWindow) perContender[e[0]] = (perContender[e[0]] ?? 0) + 1;
@@ -189,6 +213,7 @@ async function scenario(
     failures: all.reduce((a, r) => a + r.failures, 0),
     meanHoldMs: holds.length ? holds.reduce((a, b) => a + b, 0) / holds.length : 0,
     maxHoldMs: holds.length ? Math.max(...holds) : 0,
+    maxOvertakes,
   };
   const error = all.find((r) => r.error)?.error;
   if (error !== undefined) row.error = error;
@@ -479,6 +504,14 @@ async function main(): Promise<void> {
     }
     for (const r of contended.filter((x) => x.subject === 'holdfast FairLock')) {
       check(`FairLock Jain (${r.contenders})`, f(r.jain, 3), '≥ 0.99', r.jain >= 0.99);
+      // n − 1 others once each, plus a hand-off already granted (to a waiter ahead) when this acquire was called
+      const plain = contended.find((x) => x.subject === 'holdfast Lock' && x.contenders === r.contenders);
+      check(
+        `FairLock most acquisitions by others during one wait (${r.contenders})`,
+        `${r.maxOvertakes}${plain ? ` (Lock: ${plain.maxOvertakes})` : ''}`,
+        `≤ n = ${r.contenders}`,
+        r.maxOvertakes <= r.contenders,
+      );
       const bound = (2 * r.contenders * 1000) / r.handoffsPerSec;
       check(
         `FairLock max wait (${r.contenders}) ÷ 2·n·(hold + hand-off)`,

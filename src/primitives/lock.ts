@@ -220,7 +220,7 @@ export class HeldLock implements AsyncDisposable {
   get owner(): string {
     return this.hold.owner;
   }
-  /** The fencing token: strictly greater than every token minted before for this name. */
+  /** The fencing token: strictly greater than every token minted before for this name (not consecutive). */
   get token(): number {
     return this.hold.token;
   }
