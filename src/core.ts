@@ -4,7 +4,7 @@
  * Internal: not exported from the package.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { ClientClosedError, type LockLostError } from './errors.js';
 import { Notifier } from './internal/notifier.js';
@@ -34,7 +34,8 @@ export interface Closable {
 export type HoldContext = ReadonlyMap<string, { owner: string; active: () => boolean }>;
 
 export class Core {
-  readonly clientId = randomUUID();
+  /** 128 random bits, base64url: unguessable, and short on the wire (every owner id and release marker carries it). */
+  readonly clientId = randomBytes(16).toString('base64url');
   readonly keys: Keys;
   readonly notifier: Notifier;
   readonly context = new AsyncLocalStorage<HoldContext>();
@@ -70,9 +71,9 @@ export class Core {
     return `${this.clientId}:${++this.#seq}`;
   }
 
-  /** A fresh random request id (release idempotency). */
+  /** A fresh request id (release idempotency): unique across clients (this client's random id) and within it. */
   requestId(): string {
-    return randomUUID();
+    return `${this.clientId}.${++this.#seq}`;
   }
 
   run(script: ScriptDef, keys: readonly string[], args: ScriptArgs, timeoutMs = this.settings.commandTimeout): Promise<unknown> {

@@ -247,6 +247,9 @@ void describe('ReadWriteLock across processes', () => {
 
   void it('a writer is not starved by a stream of overlapping readers in two processes', async () => {
     const rw = holdfast.readWriteLock('rwp-starve');
+    // the workers say 'started' just before their first read: wait for one to be in
+    const seen = performance.now() + 2000;
+    while ((await rw.inspect()).readers === 0 && performance.now() < seen) await sleep(5);
     assert.ok((await rw.inspect()).readers > 0, 'readers are reading');
     const t0 = performance.now();
     const w = await rw.writeLock().acquire({ timeout: 3000 });
