@@ -36,6 +36,13 @@ export interface RedisTransport {
    * `sharded` asks for `SSUBSCRIBE` (Redis ≥ 7, cluster).
    */
   createSubscriber(onMessage: (channel: string, message: string) => void, sharded: boolean): Promise<RedisSubscriber>;
+  /**
+   * Optional: how many times the connection was lost so far. Implement it for a client that *resends* the commands
+   * that were in flight when its connection dropped (ioredis does, by default): a reply that arrives across a change
+   * may be the reply to the resent copy, so holdfast reads it the way it reads its own retry (a release that finds
+   * the lock gone was the one that freed it).
+   */
+  epoch?(): number;
 }
 
 /** True for an object that already is a {@link RedisTransport}. */

@@ -65,8 +65,14 @@ export function isIoredis(value: unknown): value is IoredisLike {
  * Mind ioredis' own `keyPrefix`: it applies to every key holdfast sends, on top of holdfast's `prefix`.
  */
 export function ioredisTransport(client: IoredisLike): RedisTransport {
+  // ioredis resends the commands in flight after a reconnect (`autoResendUnfulfilledCommands`): count the drops.
+  let epoch = 0;
+  client.on('close', () => {
+    epoch++;
+  });
   return {
     kind: 'ioredis',
+    epoch: () => epoch,
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
     command: ([name, ...args], key) => {

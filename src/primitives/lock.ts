@@ -161,13 +161,16 @@ export class HoldTable {
    */
   async release(hold: Hold, send: (retry: boolean) => Promise<number>, kind: string): Promise<void> {
     const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
+    const transport = this.source.core.transport;
     let left: number | undefined;
     for (let attempt = 1; ; attempt++) {
       const retry = attempt > 1;
+      const epoch = transport.epoch?.();
       try {
         left = await send(retry);
-        // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it.
-        if (retry && left < 0 && heldWhenSent) left = 0;
+        // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
+        // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
+        if ((retry || transport.epoch?.() !== epoch) && left < 0 && heldWhenSent) left = 0;
         break;
       } catch (error) {
         if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;

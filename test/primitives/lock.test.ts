@@ -16,6 +16,9 @@ import { toTransport } from '../../src/holdfast.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { spawnWorker, waitForExit, waitForLine } from '../support/process.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { scripts } from '../../src/lua/scripts.gen.js';
+import { Redis } from 'ioredis';
 
 const worker = fileURLToPath(new URL('./fixtures/lock-worker.ts', import.meta.url));
 
@@ -457,5 +460,79 @@ describe('Lock: bad input is rejected before any Redis call', () => {
     assert.equal(new AcquireTimeoutError('x', 5).code, 'ACQUIRE_TIMEOUT');
     assert.equal(new LockLostError('x', 'expired').code, 'LOCK_LOST');
     assert.equal(new RedisConnectionError('x', { cause: error }).cause, error);
+  });
+});
+
+// ioredis resends the commands that were in flight when its connection dropped (`autoResendUnfulfilledCommands`),
+// so one acquire or release can run twice in Redis. Neither may turn into a spurious "not held" or a leaked hold.
+describe('Lock under a client that resends after a reconnect (ioredis)', () => {
+  let server: RedisServer;
+  let proxy: FaultProxy;
+  before(async () => {
+    server = await RedisServer.start();
+    proxy = await FaultProxy.start(server.port);
+  });
+  after(async () => {
+    await proxy.close();
+    await server.stop();
+  });
+
+  async function viaProxy(prefix: string): Promise<{ holdfast: Holdfast; direct: Holdfast; close: () => Promise<void> }> {
+    const resending = new Redis(proxy.url, { maxRetriesPerRequest: 1 });
+    resending.on('error', () => {});
+    const plain = new Redis(server.url);
+    const holdfast = new Holdfast({ redis: resending, prefix });
+    const direct = new Holdfast({ redis: plain, prefix });
+    return {
+      holdfast,
+      direct,
+      close: async () => {
+        await holdfast.close();
+        await direct.close();
+        resending.disconnect();
+        plain.disconnect();
+      },
+    };
+  }
+
+  test('a release that ran, lost its reply and was resent after another owner took the lock still succeeds', async () => {
+    const { holdfast, direct, close } = await viaProxy('resend-rel:');
+    try {
+      await (await holdfast.lock('warm').acquire()).release(); // both scripts loaded: the cut release runs, not NOSCRIPT
+      const held = await holdfast.lock('r').acquire();
+      const waiting = direct.lock('r').acquire({ timeout: 5000 }); // takes the lock the moment the release ran
+      await sleep(50);
+      proxy.cutAfter(scripts['lock/release'].sha, 1, { afterReply: true });
+      await held.release(); // the resent copy finds the waiter's lock: -1, read as our own earlier run
+      const next = await waiting;
+      assert.equal(held.lost, false);
+      assert.equal((await direct.lock('r').inspect()).owner, next.owner, "the waiter's lock was not touched");
+      await next.release();
+      assert.ok(proxy.cuts >= 1, 'the connection was cut');
+    } finally {
+      proxy.heal();
+      await close();
+    }
+  });
+
+  test('an acquire that ran, lost its reply and was resent reports the acquisition, not a busy lock', async () => {
+    const { holdfast, direct, close } = await viaProxy('resend-acq:');
+    try {
+      await (await holdfast.lock('warm').acquire()).release();
+      const cutsBefore = proxy.cuts;
+      proxy.cutAfter(scripts['lock/acquire'].sha, 1, { afterReply: true });
+      const t0 = performance.now();
+      const held = await holdfast.lock('a').acquire({ timeout: 5000 });
+      assert.ok(performance.now() - t0 < 2000, 'not left waiting for its own lease to run out');
+      assert.ok(proxy.cuts > cutsBefore, 'the connection was cut');
+      const info = await direct.lock('a').inspect();
+      assert.equal(info.owner, held.owner);
+      assert.equal(info.holdCount, 1, 'the resent copy did not count a second hold');
+      await held.release();
+      assert.equal(await direct.lock('a').isLocked(), false);
+    } finally {
+      proxy.heal();
+      await close();
+    }
   });
 });

@@ -98,6 +98,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
   let current: HeldLock | undefined;
   const observed: RedisTransport = {
     kind: inner.kind,
+    ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
     eval: (s, k, a) => inner.eval(s, k, a),
     command: (a, k) => inner.command(a, k),
     createSubscriber: (f, s) => inner.createSubscriber(f, s),

@@ -219,6 +219,7 @@ export const scenarios: Scenario[] = [
     workers: 5,
     worker: { workMs: 10, usesPerGrant: 3 },
     durationMs: 15_000,
+    quickMs: 6_000,
     livenessBoundMs: 2500,
     recoveryBoundMs: 2500,
     async nemesis(ctx) {

@@ -28,6 +28,8 @@ interface Link {
   due: Record<Direction, number>;
   /** Per direction: chunks held while paused. */
   held: Record<Direction, Buffer[]>;
+  /** Destroy the link when the next server → client chunk arrives (see `cutAfter`'s `afterReply`). */
+  cutOnReply?: boolean;
 }
 
 /** One proxy listener in front of one server port. */
@@ -38,7 +40,7 @@ export class FaultProxy {
     down: { delayMs: 0, jitterMs: 0, blackhole: false, paused: false },
   };
   #refusing = false;
-  #cutOn: { pattern: Buffer; left: number } | undefined;
+  #cutOn: { pattern: Buffer; left: number; afterReply: boolean } | undefined;
   #random: () => number = Math.random;
   /** How many connections were cut by `cut()` or `cutAfter()`. */
   cuts = 0;
@@ -105,10 +107,11 @@ export class FaultProxy {
 
   /**
    * Arms a one-shot cut: the next `count` client → server chunks that contain `pattern` are forwarded to the server,
-   * then that connection is destroyed before any reply can come back.
+   * then that connection is destroyed before any reply can come back. With `afterReply`, the connection is destroyed
+   * when the server's next reply arrives (dropped): the request surely ran, only its reply is lost.
    */
-  cutAfter(pattern: string | Buffer, count = 1): void {
-    this.#cutOn = { pattern: Buffer.from(pattern), left: count };
+  cutAfter(pattern: string | Buffer, count = 1, options: { afterReply?: boolean } = {}): void {
+    this.#cutOn = { pattern: Buffer.from(pattern), left: count, afterReply: options.afterReply ?? false };
   }
 
   /** Ends every fault (delay, black hole, pause, refusal, armed cut). */
@@ -151,9 +154,20 @@ export class FaultProxy {
   #forward(link: Link, direction: Direction, chunk: Buffer): void {
     const state = this.#state[direction];
     if (state.blackhole) return;
+    if (direction === 'down' && link.cutOnReply) {
+      this.cuts++;
+      this.#close(link);
+      return;
+    }
     if (direction === 'up' && this.#cutOn && chunk.includes(this.#cutOn.pattern)) {
+      const afterReply = this.#cutOn.afterReply;
       this.#cutOn.left--;
       if (this.#cutOn.left <= 0) this.#cutOn = undefined;
+      if (afterReply) {
+        link.cutOnReply = true;
+        link.server.write(chunk);
+        return;
+      }
       // The request reaches the server; the connection dies before the reply does.
       link.server.write(chunk, () => {
         this.cuts++;

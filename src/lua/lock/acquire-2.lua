@@ -19,6 +19,15 @@ if ARGV[3] ~= '1' then
   if redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then
     return token
   end
+  -- Taken. By this very owner only if this request ran before: a client that resends the commands in flight after
+  -- a reconnect (ioredis) delivers it twice. Report that first run's acquisition, unchanged.
+  local v = redis.call('get', KEYS[1])
+  if v then
+    local count, held, current = string.match(v, '^(%d+):(%d+):(.*)$')
+    if current == owner then
+      return {1, tonumber(held), tonumber(count)}
+    end
+  end
   return {0, redis.call('pttl', KEYS[1])}
 end
 local v = redis.call('get', KEYS[1])
