@@ -127,9 +127,10 @@ class Heartbeat {
       // This client had been counted dead: its waiters' entries may be gone, so each must try again (and re-queue).
       if (stale === 1) core.notifier.deliver(this.channel, 'a');
       if (grantee) {
-        // A hand-off whose message was missed (subscriber reconnecting), or one to a waiter that has left: claim or pass on.
+        // A hand-off whose message was missed (subscriber reconnecting), or one to a waiter that has left: claim or pass
+        // on. Not one that a waiter here already holds from its message, with its claim on the way.
         if (this.#owners.has(grantee)) core.notifier.deliver(this.channel, `=${grantee}`);
-        else await lock.leaveQueue(grantee);
+        else if (!holdsHere(core, lock.name, grantee)) await lock.leaveQueue(grantee);
       }
     } catch {
       /* Redis unreachable: the next beat retries; the client's alive time covers a few missed beats */
@@ -140,6 +141,12 @@ class Heartbeat {
 }
 
 const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
+
+/** True when `owner` holds the fair lock `name` through any handle of this client (its hold may not be claimed yet). */
+function holdsHere(core: Core, name: string, owner: string): boolean {
+  for (const h of core.holds) if (h instanceof Hold && h.owner === owner && h.lock.name === name && h.lock instanceof FairLock) return true;
+  return false;
+}
 
 /**
  * A fair (FIFO) reentrant distributed lock, obtained from `holdfast.fairLock(name)`. Same API as {@link Lock}:

@@ -389,3 +389,36 @@ void describe('FairLock across OS processes', () => {
     }
   });
 });
+
+void describe('FairLock hand-offs under frequent heartbeats', () => {
+  // A heartbeat whose reply names a grant to a waiter of its client that no longer waits passes the grant on. A waiter
+  // that holds from the hand-off message has stopped waiting before its claim lands: the heartbeat must leave it be.
+  void it('never has two holders while each client has several waiters and beats every 20 ms', async () => {
+    const made = await Promise.all([0, 1].map(() => makeHoldfast(adapters[0]!, server.url, { prefix: 'fair-beat:' })));
+    try {
+      let inside = 0;
+      let overlaps = 0;
+      let acquisitions = 0;
+      const until = performance.now() + 3000;
+      await Promise.all(
+        made.flatMap(({ holdfast }) =>
+          [0, 1, 2].map(async () => {
+            const lock = holdfast.fairLock('beat', { waiterTimeout: 100 });
+            while (performance.now() < until) {
+              const held = await lock.acquire({ timeout: 5000 });
+              if (++inside > 1) overlaps++;
+              acquisitions++;
+              await sleep(Math.random() < 0.5 ? 0 : 1);
+              inside--;
+              await held.release();
+            }
+          }),
+        ),
+      );
+      assert.equal(overlaps, 0, `${overlaps} overlaps in ${acquisitions} acquisitions`);
+      assert.ok(acquisitions > 100, `only ${acquisitions} acquisitions`);
+    } finally {
+      await Promise.all(made.map((m) => m.dispose()));
+    }
+  });
+});
