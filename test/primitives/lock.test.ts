@@ -356,10 +356,8 @@ for (const adapter of adapters) {
       const prefix = `mx${adapter.name}:`;
       const run = async (mode: 'lock' | 'none', iterations: number): Promise<number> => {
         const p = `${prefix}${mode}:`;
-        const startAt = String(Date.now() + 2500); // all four start together, after tsx has loaded
-        const workers = Array.from({ length: 4 }, () =>
-          spawnWorker(worker, ['counter', adapter.name, server.url, p, String(iterations), mode, startAt]),
-        );
+        // all four start together once each has loaded and connected (a barrier in Redis, not a guessed start time)
+        const workers = Array.from({ length: 4 }, () => spawnWorker(worker, ['counter', adapter.name, server.url, p, String(iterations), mode, '4']));
         const codes = await Promise.all(workers.map((w) => waitForExit(w, 60_000)));
         assert.deepEqual(codes, [0, 0, 0, 0]);
         const { holdfast, dispose } = await open();
