@@ -194,7 +194,8 @@ async function scenario(
     maxOvertakes = Math.max(maxOvertakes, n);
   }
   const handoffP50 = quantile(handoffGaps, 0.5);
-  const meanHold = events.length ? events.reduce((a, e) => a + (e[4] - e[1]), 0) / events.length : 0;
+  const holds = all.flatMap((r) => r.holdMs);
+  const meanHold = holds.length ? holds.reduce((a, b) => a + b, 0) / holds.length : 0;
   let maxWaitRatioOwnHolds = 0;
   for (const e of inWindow) {
     const start = e[1] - e[2];
@@ -213,7 +214,6 @@ async function scenario(
   const cycles = inWindow.map((e) => e[3]).sort((a, b) => a - b);
   const perContender = new Array<number>(contenders).fill(0);
   for (const e of inWindow) perContender[e[0]] = (perContender[e[0]] ?? 0) + 1;
-  const holds = all.flatMap((r) => r.holdMs);
   const seconds = measureMs / 1000;
   const calls = callsAfter - callsBefore - 1; // the first INFO is counted in the second
   const row: Row = {
@@ -234,7 +234,7 @@ async function scenario(
     commandsPerAcquisition: inWindow.length ? calls / inWindow.length : NaN,
     commandsPerHandoff: handoffs ? calls / handoffs : NaN,
     failures: all.reduce((a, r) => a + r.failures, 0),
-    meanHoldMs: holds.length ? holds.reduce((a, b) => a + b, 0) / holds.length : 0,
+    meanHoldMs: meanHold,
     maxHoldMs: holds.length ? Math.max(...holds) : 0,
     maxOvertakes,
     maxWaitRatioOwnHolds,

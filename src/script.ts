@@ -68,23 +68,12 @@ function tick(): void {
   }
 }
 
-/** Adds `entry` to the ticker's watch and makes sure the ticker runs often enough for a `ms` time-out. */
-function track(entry: Pending, ms: number): void {
-  pending.add(entry);
-  const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));
-  if (!ticker || wanted < tickMs) {
-    if (ticker) clearInterval(ticker);
-    tickMs = ticker ? Math.min(tickMs, wanted) : wanted;
-    ticker = setInterval(tick, tickMs);
-    ticker.unref();
-  }
-}
-
 /**
  * Races `promise` against `ms` (checked every `min(25, ms / 4)` ms by a shared unref'd ticker: it never keeps the
  * process alive). On time-out rejects with a {@link RedisConnectionError}; the command may still run on the server.
+ * `onError`, when given, handles a rejection of `promise` that came in time (its result settles the returned promise).
  */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string, onError?: (error: unknown) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const entry: Pending = {
       deadline: performance.now() + ms,
@@ -93,15 +82,22 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
         reject(new RedisConnectionError(`${what}: no reply from Redis within ${ms} ms`));
       },
     };
-    track(entry, ms);
+    pending.add(entry);
+    const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));
+    if (!ticker || wanted < tickMs) {
+      if (ticker) clearInterval(ticker);
+      tickMs = ticker ? Math.min(tickMs, wanted) : wanted;
+      ticker = setInterval(tick, tickMs);
+      ticker.unref();
+    }
     promise.then(
       (value) => {
-        pending.delete(entry);
-        resolve(value);
+        if (pending.delete(entry)) resolve(value); // else: timed out, already rejected
       },
       (error: unknown) => {
-        pending.delete(entry);
-        reject(error);
+        if (!pending.delete(entry)) return;
+        if (onError) onError(error).then(resolve, reject);
+        else reject(error);
       },
     );
   });
@@ -111,8 +107,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  * Runs a script: EVALSHA, then EVAL on NOSCRIPT. Rejects with a holdfast error only. A script that publishes
  * wake-ups (`script.publishes`) gets `publish` as its last argument: `PUBLISH`, or `SPUBLISH` under sharded pub/sub.
  *
- * The first EVALSHA is sent at once with one promise around it (this is every lock's hot path); NOSCRIPT, cluster
- * redirections and errors take the slower path below.
+ * The first EVALSHA is sent at once with one promise around it, its time-out's (this is every lock's hot path);
+ * NOSCRIPT, cluster redirections and errors take the slower path below.
  */
 export function runScript(
   transport: RedisTransport,
@@ -127,26 +123,9 @@ export function runScript(
     return Promise.reject(new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`));
   }
   const started = performance.now();
-  return new Promise<unknown>((resolve, reject) => {
-    const entry: Pending = {
-      deadline: started + timeoutMs,
-      fail: () => {
-        pending.delete(entry);
-        reject(new RedisConnectionError(`script ${script.name}: no reply from Redis within ${timeoutMs} ms`));
-      },
-    };
-    track(entry, timeoutMs);
-    transport.evalsha(script.sha, keys, args).then(
-      (value) => {
-        if (!pending.delete(entry)) return; // timed out: already rejected
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (!pending.delete(entry)) return;
-        retryScript(transport, script, keys, args, timeoutMs, started, error).then(resolve, reject);
-      },
-    );
-  });
+  return withTimeout(transport.evalsha(script.sha, keys, args), timeoutMs, `script ${script.name}`, (error) =>
+    retryScript(transport, script, keys, args, timeoutMs, started, error),
+  );
 }
 
 /** After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error. */

@@ -24,6 +24,7 @@ import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
+import { retryOnConnectionError } from '../internal/retry.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
@@ -128,9 +129,9 @@ class Heartbeat {
       if (stale === 1) core.notifier.deliver(this.channel, 'a');
       if (grantee) {
         // A hand-off whose message was missed (subscriber reconnecting), or one to a waiter that has left: claim or pass
-        // on. Not one that a waiter here already holds from its message, with its claim on the way.
+        // on. (A waiter holding from its message stays among the owners until its claim lands.)
         if (this.#owners.has(grantee)) core.notifier.deliver(this.channel, `=${grantee}`);
-        else if (!holdsHere(core, lock.name, grantee)) await lock.leaveQueue(grantee);
+        else await lock.leaveQueue(grantee);
       }
     } catch {
       /* Redis unreachable: the next beat retries; the client's alive time covers a few missed beats */
@@ -141,12 +142,6 @@ class Heartbeat {
 }
 
 const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
-
-/** True when `owner` holds the fair lock `name` through any handle of this client (its hold may not be claimed yet). */
-function holdsHere(core: Core, name: string, owner: string): boolean {
-  for (const h of core.holds) if (h instanceof Hold && h.owner === owner && h.lock.name === name && h.lock instanceof FairLock) return true;
-  return false;
-}
 
 /**
  * A fair (FIFO) reentrant distributed lock, obtained from `holdfast.fairLock(name)`. Same API as {@link Lock}:
@@ -264,8 +259,9 @@ export class FairLock implements HoldSource {
     // A re-entry waits for a hand-off claim still in flight, so that Redis counts the holds in the order made here.
     if (!fresh) await this.#table.get(owner)?.claim;
 
+    let held: HeldLock | null = null;
     try {
-      return await waitFor(core, {
+      held = await waitFor(core, {
         name: this.name,
         channel,
         tag: owner,
@@ -298,8 +294,14 @@ export class FairLock implements HoldSource {
           if (heartbeat) await this.leaveQueue(owner);
         },
       });
+      return held;
     } finally {
-      heartbeat?.leave(owner);
+      // A hand-off held from its message stays in the heartbeat until its claim lands: a heartbeat that saw the grant
+      // still unclaimed must take it for this waiter's (and leave it be), not for a waiter gone (and pass it on).
+      const claim = held?.hold.claim;
+      const beat = heartbeat;
+      if (beat && claim) void claim.finally(() => beat.leave(owner));
+      else beat?.leave(owner);
     }
   }
 
@@ -334,28 +336,23 @@ export class FairLock implements HoldSource {
     const core = this.core;
     const t = this.timing;
     const channel = core.keys.fairChannel(this.name, core.clientId);
-    for (let attempt = 1; !hold.lease.done; attempt++) {
-      const sentAt = now();
-      try {
-        const reply = (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, channel, '2', t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as number[];
-        if (reply[0] === 1 && reply[1] === hold.token) hold.lease.confirm(sentAt, leaseMs);
-        else if (!hold.lease.lost) {
-          this.#table.forget(hold);
-          hold.lease.lose('taken-over');
-        }
-        return;
-      } catch (error) {
-        // The claim may not have run: try again (it is idempotent) while the first lease lasts.
-        if (!(error instanceof RedisConnectionError) || now() + 25 * attempt >= hold.lease.deadline) {
-          if (!hold.lease.lost) {
-            this.#table.forget(hold);
-            hold.lease.lose('connection', error);
-          }
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 25 * attempt));
-      }
+    let sentAt = now();
+    let reply: number[];
+    try {
+      // The claim may not have run: try again (it is idempotent) while the first lease lasts.
+      reply = await retryOnConnectionError(
+        async () => {
+          sentAt = now();
+          return (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, channel, '2', t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as number[];
+        },
+        (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
+      );
+    } catch (error) {
+      hold.lease.lose('connection', error); // forgets the hold (onLost)
+      return;
     }
+    if (reply[0] === 1 && reply[1] === hold.token) hold.lease.confirm(sentAt, leaseMs);
+    else hold.lease.lose('taken-over');
   }
 
   #heartbeat(channel: string): Heartbeat {

@@ -7,6 +7,7 @@
 import type { Closable, Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, type LockLostError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { retryOnConnectionError } from '../internal/retry.js';
 import { Lease } from '../internal/lease.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
@@ -162,25 +163,21 @@ export class HoldTable {
   async release(hold: Hold, send: (retry: boolean) => Promise<number>, kind: string): Promise<void> {
     const heldWhenSent = !hold.lease.lost && now() < hold.lease.deadline;
     const transport = this.source.core.transport;
-    let left: number | undefined;
-    for (let attempt = 1; ; attempt++) {
-      const retry = attempt > 1;
-      const epoch = transport.epoch?.();
-      try {
-        left = await send(retry);
+    const left = await retryOnConnectionError(
+      async (n) => {
+        const retry = n > 1;
+        const epoch = transport.epoch?.();
+        const reply = await send(retry);
         // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
         // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
-        if ((retry || transport.epoch?.() !== epoch) && left < 0 && heldWhenSent) left = 0;
-        break;
-      } catch (error) {
-        if (!(error instanceof RedisConnectionError) || attempt >= 3) throw error;
-        await new Promise((r) => setTimeout(r, 25 * attempt));
-      }
-    }
+        return (retry || transport.epoch?.() !== epoch) && reply < 0 && heldWhenSent ? 0 : reply;
+      },
+      (n) => n < 3,
+    );
     hold.holds = Math.max(0, hold.holds - 1);
     if (left < 0) {
+      hold.lease.lose('expired'); // forgets the hold (onLost); a no-op when it was lost already
       this.forget(hold);
-      if (!hold.lease.lost) hold.lease.lose('expired');
       const name = this.source.name;
       throw new LockNotHeldError(name, `${kind} "${name}" was no longer held by this owner when released (lost: ${describeLoss(hold)})`);
     }

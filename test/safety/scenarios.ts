@@ -87,6 +87,15 @@ async function every(ctx: NemesisContext, min: number, max: number, step: () => 
   }
 }
 
+/** SIGSTOPs a worker for `ms` (a real timer: the scenario's clock may end first), SIGCONTs it, and records the pause. */
+async function pauseWorker(ctx: NemesisContext, h: WorkerHandle, ms: number): Promise<void> {
+  const from = ctx.now();
+  h.process.pause();
+  await new Promise((r) => setTimeout(r, ms));
+  h.process.resume();
+  ctx.record({ kind: 'pause-client', target: h.id, from, to: ctx.now() });
+}
+
 export const scenarios: Scenario[] = [
   {
     name: 'contention',
@@ -113,11 +122,7 @@ export const scenarios: Scenario[] = [
         const h = await ctx.holder(1000);
         if (!h) return;
         await ctx.sleep(ctx.random() * 120); // land anywhere in the hold, often mid-use
-        const from = ctx.now();
-        h.process.pause();
-        await new Promise((r) => setTimeout(r, 1600));
-        h.process.resume();
-        ctx.record({ kind: 'pause-client', target: h.id, from, to: ctx.now() });
+        await pauseWorker(ctx, h, 1600);
       });
     },
   },
@@ -146,11 +151,7 @@ export const scenarios: Scenario[] = [
         const h = ctx.random() < 0.5 ? await ctx.holder(1000) : ctx.workers()[Math.floor(ctx.random() * ctx.workers().length)];
         if (!h) return;
         await ctx.sleep(ctx.random() * 60);
-        const from = ctx.now();
-        h.process.pause();
-        await new Promise((r) => setTimeout(r, 1600));
-        h.process.resume();
-        ctx.record({ kind: 'pause-client', target: h.id, from, to: ctx.now() });
+        await pauseWorker(ctx, h, 1600);
       });
     },
   },

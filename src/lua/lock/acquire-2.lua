@@ -12,40 +12,37 @@
   A fresh owner takes the short path, two calls: mint a token, then SET NX. When the lock is taken the token minted
   is simply never used: tokens must only grow, they need not be dense.
 ]]
+--- @include "lock-value"
 local owner = ARGV[1]
 local lease = ARGV[2]
 if ARGV[3] ~= '1' then
   local token = redis.call('incr', KEYS[2])
-  if redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then
+  if redis.call('set', KEYS[1], lock_value(1, token, owner), 'nx', 'px', lease) then
     return token
   end
   -- Taken. By this very owner only if this request ran before: a client that resends the commands in flight after
   -- a reconnect (ioredis) delivers it twice. Report that first run's acquisition, unchanged.
-  local v = redis.call('get', KEYS[1])
-  if v then
-    local count, held, current = string.match(v, '^(%d+):(%d+):(.*)$')
-    if current == owner then
-      return {1, tonumber(held), tonumber(count)}
-    end
+  local count, held, current = lock_parse(redis.call('get', KEYS[1]))
+  if current == owner then
+    return {1, held, count}
   end
   return {0, redis.call('pttl', KEYS[1])}
 end
-local v = redis.call('get', KEYS[1])
-if not v then
-  local token = redis.call('incr', KEYS[2])
-  redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'px', lease)
+local count, token, current = lock_parse(redis.call('get', KEYS[1]))
+if not count then
+  token = redis.call('incr', KEYS[2])
+  redis.call('set', KEYS[1], lock_value(1, token, owner), 'px', lease)
   return token
 end
-local count, token, current = string.match(v, '^(%d+):(%d+):(.*)$')
 if current == owner then
-  count = tonumber(count) + 1
-  local value = count .. ':' .. token .. ':' .. owner
+  count = count + 1
+  local value = lock_value(count, token, owner)
   -- re-entry never shortens the lease an outer hold asked for
   if redis.call('pttl', KEYS[1]) < tonumber(lease) then
     redis.call('set', KEYS[1], value, 'px', lease)
   else
     redis.call('set', KEYS[1], value, 'keepttl')
   end
-  return {1, tonumber(token), count}
+  return {1, token, count}
 end
 return {0, redis.call('pttl', KEYS[1])}

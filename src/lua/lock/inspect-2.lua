@@ -4,10 +4,10 @@
   KEYS[2] the fencing counter
   Returns {owner or false, holdCount, token, pttl, lastToken}.
 ]]
-local v = redis.call('get', KEYS[1])
+--- @include "lock-value"
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
 local last = tonumber(redis.call('get', KEYS[2]) or '0')
-if not v then
+if not count then
   return {false, 0, 0, -2, last}
 end
-local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
-return {owner, tonumber(count), tonumber(token), redis.call('pttl', KEYS[1]), last}
+return {owner, count, token, redis.call('pttl', KEYS[1]), last}

@@ -13,29 +13,26 @@
   the lock gone (-1), which the client reads as "released" when it held the lock when it first sent it.
 ]]
 --- @include "notify"
+--- @include "lock-value"
 if ARGV[5] == '1' then
   local done = redis.call('get', KEYS[2])
   if done then
     return tonumber(done)
   end
 end
-local v = redis.call('get', KEYS[1])
-if not v then
-  return -1
-end
-local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
 if owner ~= ARGV[1] then
   return -1
 end
 local left = 0
 if ARGV[4] ~= '1' then
-  left = tonumber(count) - 1
+  left = count - 1
 end
 if left <= 0 then
   redis.call('del', KEYS[1])
   notify(ARGV[2], '1')
   return 0
 end
-redis.call('set', KEYS[1], left .. ':' .. token .. ':' .. owner, 'keepttl')
+redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
 redis.call('set', KEYS[2], left, 'px', ARGV[3])
 return left

@@ -5,8 +5,9 @@
   ARGV[2] new lease in ms
   Returns 1 when extended, 0 when this owner no longer holds the lock.
 ]]
-local v = redis.call('get', KEYS[1])
-if v and string.match(v, '^%d+:%d+:(.*)$') == ARGV[1] then
+--- @include "lock-value"
+local _, _, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 1
 end

@@ -8,11 +8,8 @@
   ARGV[2] the token chosen (max of the quorum's counters)
   Returns 1 when raised (or already at least as high), 0 when this owner does not hold the lock here.
 ]]
-local v = redis.call('get', KEYS[1])
-if not v then
-  return 0
-end
-local count, _, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+--- @include "lock-value"
+local count, _, owner = lock_parse(redis.call('get', KEYS[1]))
 if owner ~= ARGV[1] then
   return 0
 end
@@ -21,5 +18,5 @@ local current = tonumber(redis.call('get', KEYS[2]) or '0')
 if current < token then
   redis.call('set', KEYS[2], token)
 end
-redis.call('set', KEYS[1], count .. ':' .. token .. ':' .. owner, 'keepttl')
+redis.call('set', KEYS[1], lock_value(count, token, owner), 'keepttl')
 return 1
