@@ -58,15 +58,22 @@ export class RedisCluster {
     return this.servers.filter((s) => ports.includes(s.port));
   }
 
-  /** The replica server of the master on `masterPort`. */
+  /**
+   * The replica server of the master on `masterPort`, as the master itself knows it (another node's view can lag
+   * behind by a gossip round, e.g. right after a slot migration); waits up to 10 s for one to be known.
+   */
   async replicaOf(masterPort: number): Promise<RedisServer> {
     const masterId = await this.nodeId(masterPort);
-    const lines = (await cli(this.servers[0]!.port, 'CLUSTER', 'NODES')).split('\n');
-    const line = lines.find((l) => l.split(' ')[3] === masterId);
-    const port = Number(line?.split(' ')[1]?.split(':')[1]?.split('@')[0]);
-    const server = this.servers.find((s) => s.port === port);
-    if (!server) throw new Error(`no replica of ${masterPort}`);
-    return server;
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const lines = (await cli(masterPort, 'CLUSTER', 'NODES')).split('\n');
+      const line = lines.find((l) => l.split(' ')[3] === masterId);
+      const port = Number(line?.split(' ')[1]?.split(':')[1]?.split('@')[0]);
+      const server = this.servers.find((s) => s.port === port);
+      if (server) return server;
+      if (Date.now() > deadline) throw new Error(`no replica of ${masterPort}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async nodeId(port: number): Promise<string> {
