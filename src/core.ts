@@ -52,6 +52,16 @@ export class Core {
     this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
   }
 
+  /** The watchdog's renewal period, in ms (see `HoldHost`). */
+  get watchdogInterval(): number {
+    return this.settings.watchdogInterval;
+  }
+
+  /** The transport's reconnect count, where it resends commands by itself (see `RedisTransport.epoch`). */
+  epoch(): number | undefined {
+    return this.transport.epoch?.();
+  }
+
   /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (see includes/notify.lua). */
   get publishCommand(): 'publish' | 'spublish' {
     return this.settings.sharded ? 'spublish' : 'publish';

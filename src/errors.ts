@@ -21,7 +21,9 @@ export type HoldfastErrorCode =
   | 'LOCK_BUSY'
   | 'STALE_TOKEN'
   | 'SCRIPT_ERROR'
-  | 'LOAD_FAILED';
+  | 'LOAD_FAILED'
+  | 'RELEASE_FAILED'
+  | 'EVICTION_POLICY';
 
 /** Options every holdfast error accepts. */
 export interface HoldfastErrorOptions {
@@ -77,7 +79,7 @@ export class AcquireTimeoutError extends HoldfastError {
 }
 
 /** Why a held lock was lost. */
-export type LockLostReason = 'expired' | 'renewal-failed' | 'taken-over' | 'client-closed' | 'connection';
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken-over' | 'client-closed' | 'connection' | 'release-failed';
 
 /**
  * A held lock is no longer held: its lease ran out, a renewal was refused, or renewals could not reach Redis
@@ -92,6 +94,46 @@ export class LockLostError extends HoldfastError {
     super('LOCK_LOST', `lock "${lockName}" was lost (${reason})`, options);
     this.lockName = lockName;
     this.reason = reason;
+  }
+}
+
+/**
+ * A release could not reach Redis (after its retries). The lock is not kept alive: renewal stopped at the first failed
+ * attempt, the hold's `signal` aborted (reason `release-failed`), and the release goes on retrying in the background
+ * until it lands or the lease has run out. So the lock is free by `freeBy` at the latest, whoever else waits for it.
+ * Calling `release()` again retries the same request. Code `RELEASE_FAILED`; `cause` is the last connection error.
+ */
+export class ReleaseFailedError extends HoldfastError {
+  /** The lock's name. */
+  readonly lockName: string;
+  /** The wall-clock time by which the lock is free in Redis at the latest (its last lease runs out). */
+  readonly freeBy: Date;
+  constructor(lockName: string, freeBy: Date, options?: HoldfastErrorOptions) {
+    super(
+      'RELEASE_FAILED',
+      `the release of "${lockName}" could not reach Redis; it is no longer renewed and is free by ${freeBy.toISOString()} at the latest`,
+      options,
+    );
+    this.lockName = lockName;
+    this.freeBy = freeBy;
+  }
+}
+
+/**
+ * The Redis server's `maxmemory-policy` can evict holdfast's keys (every `volatile-*` policy can evict a held lock,
+ * every `allkeys-*` policy a fencing counter too), and the client was told to refuse such a server
+ * (`evictionPolicy: 'refuse'`). Code `EVICTION_POLICY`.
+ */
+export class EvictionPolicyError extends HoldfastError {
+  /** The server's policy. */
+  readonly policy: string;
+  constructor(policy: string, options?: HoldfastErrorOptions) {
+    super(
+      'EVICTION_POLICY',
+      `Redis runs with maxmemory-policy ${policy}, which can evict locks${policy.startsWith('allkeys') ? ' and fencing counters' : ''}: use noeviction (or a Redis that holds no evictable data)`,
+      options,
+    );
+    this.policy = policy;
   }
 }
 

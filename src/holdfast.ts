@@ -9,7 +9,7 @@ import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
 import { Core, type CoreSettings } from './core.js';
 import type { LockLostError } from './errors.js';
-import { checkDuration, checkKnownKeys, checkName, checkOptions, optBoolean } from './internal/validate.js';
+import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
@@ -106,9 +106,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
     if (options === undefined) throw new TypeError('options must be an object with a `redis` client');
     checkKnownKeys(opts, OPTION_KEYS);
     const transport = toTransport(opts.redis);
-    const prefix = opts.prefix ?? 'holdfast:';
-    if (typeof prefix !== 'string') throw new TypeError(`options.prefix must be a string, got ${typeof prefix}`);
-    if (prefix.length > 256) throw new RangeError('options.prefix must be at most 256 characters');
+    const prefix = checkPrefix(opts.prefix ?? 'holdfast:');
     const watchdogLease = checkDuration(opts.watchdogLease ?? 30_000, 'options.watchdogLease', 100);
     const watchdogInterval = checkDuration(opts.watchdogInterval ?? Math.floor(watchdogLease / 3), 'options.watchdogInterval', 10);
     if (watchdogInterval >= watchdogLease) {

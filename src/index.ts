@@ -17,7 +17,7 @@ export {
   type ReadLockScope,
   type WriteLockScope,
 } from './primitives/read-write-lock.js';
-export { HeldOwned } from './primitives/owned-lock.js';
+export { LeasedHeld } from './internal/hold.js';
 export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions } from './primitives/semaphore.js';
 export { PermitExpirableSemaphore, Permit, type PermitAcquireOptions, type PermitSemaphoreInfo } from './primitives/permit-expirable-semaphore.js';
 export { CountDownLatch, type LatchSetOptions, type LatchAwaitOptions } from './primitives/count-down-latch.js';

@@ -51,9 +51,14 @@ export class Lease implements Due {
   #timer: TimerEntry | undefined;
   #timerAt = Infinity;
   #stopped = false;
+  /** Set once renewal was ended for good (a release that could not reach Redis): a late renewal reply changes nothing. */
+  #renewalEnded = false;
+  /** The lease length Redis was last told to keep (the watchdog's, or the last `extend`). */
+  #ttlMs: number;
 
   constructor(opts: LeaseOptions) {
     this.#opts = opts;
+    this.#ttlMs = opts.leaseMs;
     const first = opts.firstLeaseMs ?? opts.leaseMs;
     this.#deadline = opts.sentAt + first - driftOf(first);
     this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
@@ -84,6 +89,19 @@ export class Lease implements Due {
   get leaseMs(): number {
     return this.#opts.leaseMs;
   }
+  /** The lease length Redis was last told to keep, in ms: the longest the key can outlive its last renewal. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
+  /**
+   * Ends renewal for good, without aborting: the lease now runs out by itself within one lease (a release that could
+   * not reach Redis must never leave a watchdog keeping the lock alive).
+   */
+  endRenewal(): void {
+    this.#renewalEnded = true;
+    this.#renewAt = Infinity;
+  }
 
   /**
    * Records that Redis confirmed a lease of `leaseMs` at a request sent at `sentAt`. Never shortens the deadline, unless
@@ -91,6 +109,7 @@ export class Lease implements Due {
    */
   confirm(sentAt: number, leaseMs: number, exact = false): void {
     if (this.#stopped) return;
+    this.#ttlMs = leaseMs;
     const deadline = sentAt + leaseMs - driftOf(leaseMs);
     if (deadline > this.#deadline) {
       this.#deadline = deadline;
@@ -150,7 +169,7 @@ export class Lease implements Due {
     const every = this.#opts.renewEveryMs ?? this.#opts.leaseMs;
     try {
       const stillOurs = await this.#opts.renew(this.#opts.leaseMs);
-      if (this.#stopped) return;
+      if (this.#stopped || this.#renewalEnded) return;
       if (!stillOurs) {
         this.lose(sentAt >= this.#deadline ? 'expired' : 'taken-over');
         return;
@@ -158,7 +177,7 @@ export class Lease implements Due {
       this.confirm(sentAt, this.#opts.leaseMs);
       this.#renewAt = sentAt + every;
     } catch (error) {
-      if (this.#stopped) return;
+      if (this.#stopped || this.#renewalEnded) return;
       // Try again soon, while the lease lasts; the deadline fires if no renewal gets through in time.
       const left = this.#deadline - now();
       if (left <= 0) {

@@ -16,13 +16,49 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-/** A non-empty string of at most {@link MAX_NAME_BYTES} UTF-8 bytes. */
+/**
+ * A non-empty, well-formed Unicode string of at most {@link MAX_NAME_BYTES} UTF-8 bytes that does not start with `}`.
+ * A lone UTF-16 surrogate would be sent as U+FFFD, so two different names would be one lock; a leading `}` would
+ * leave the Redis Cluster hash tag `{}` empty, scattering the name's keys over several slots.
+ */
 export function checkName(value: unknown, what = 'name'): string {
   if (typeof value !== 'string') throw new TypeError(`${what} must be a string, got ${describe(value)}`);
   if (value.length === 0) throw new RangeError(`${what} must not be empty`);
+  if (!value.isWellFormed()) {
+    const at = lonelySurrogate(value);
+    throw new RangeError(
+      `${what} must be well-formed Unicode: it has a lone surrogate U+${value.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0')} at index ${at}`,
+    );
+  }
+  if (value.startsWith('}')) throw new RangeError(`${what} must not start with "}" (it would end the Redis Cluster hash tag before it starts)`);
   const bytes = Buffer.byteLength(value, 'utf8');
   if (bytes > MAX_NAME_BYTES) throw new RangeError(`${what} must be at most ${MAX_NAME_BYTES} bytes, got ${bytes}`);
   return value;
+}
+
+/**
+ * The key prefix: a string of at most 256 characters, well-formed, whose first `{` (if any) is not closed right
+ * away (`{}` is an empty Redis Cluster hash tag: the keys of one name would land in different slots).
+ */
+export function checkPrefix(value: unknown, what = 'options.prefix'): string {
+  if (typeof value !== 'string') throw new TypeError(`${what} must be a string, got ${describe(value)}`);
+  if (value.length > 256) throw new RangeError(`${what} must be at most 256 characters`);
+  if (!value.isWellFormed()) throw new RangeError(`${what} must be well-formed Unicode (it has a lone surrogate at index ${lonelySurrogate(value)})`);
+  const open = value.indexOf('{');
+  if (open >= 0 && value[open + 1] === '}') throw new RangeError(`${what} must not contain an empty hash tag "{}"`);
+  return value;
+}
+
+function lonelySurrogate(value: string): number {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+      else return i;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return i;
+  }
+  return -1;
 }
 
 /** An integer number of milliseconds in `[min, MAX_DURATION_MS]`. */
@@ -78,9 +114,15 @@ export function checkOptions<T extends object>(value: unknown, what = 'options')
   return value;
 }
 
-/** Rejects keys not in `known` (a typo such as `leaseMs` would otherwise be silently ignored). */
+/**
+ * Rejects keys not in `known` (a typo such as `leaseMs` would otherwise be silently ignored), and `null` for any
+ * option: leave an option out (or `undefined`) for its default.
+ */
 export function checkKnownKeys(options: object, known: readonly string[], what = 'options'): void {
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) throw new TypeError(`${what}.${key} is not a known option (known: ${known.join(', ')})`);
+    if ((options as Record<string, unknown>)[key] === null) {
+      throw new TypeError(`${what}.${key} must not be null: leave it out (or pass undefined) for the default`);
+    }
   }
 }

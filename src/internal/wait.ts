@@ -4,7 +4,6 @@
  * holder's remaining lease, because an expiry publishes nothing), the caller's timeout or its signal.
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError } from '../errors.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
@@ -49,7 +48,11 @@ export interface WaitOptions<T> {
   onPayload?: (payload: string) => T | undefined;
 }
 
-/** Runs the loop; resolves the prize, or `null` for a timed-out single attempt (`timeout: 0`). */
+/**
+ * Runs the loop; resolves the prize, or `null` when the time is up (a single attempt that found it busy, or a wait
+ * whose `timeout` passed: the last attempt is made at the deadline). `acquire()` turns `null` into an
+ * `AcquireTimeoutError`, `tryAcquire()` returns it.
+ */
 export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | null> {
   const { signal, timeout } = opts;
   const deadline = timeout === undefined ? Infinity : now() + timeout;
@@ -78,7 +81,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       }
       if (timeout === 0) return null;
       if (result.retryInMs > 0) core.notifier.setBusyFor(opts.channel, result.retryInMs);
-      if (now() >= deadline) throw new AcquireTimeoutError(opts.name, timeout ?? 0);
+      if (now() >= deadline) return null;
       if (!listener) {
         listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping

@@ -5,7 +5,6 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError } from '../errors.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -88,8 +87,7 @@ export class CountDownLatch {
     const timeout = optDuration(opts.timeout, 'options.timeout', 0);
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
-    try {
-      const open = await waitFor(this.core, {
+    const open = await waitFor(this.core, {
         name: this.name,
         channel: this.core.keys.latchChannel(this.name),
         timeout,
@@ -102,11 +100,7 @@ export class CountDownLatch {
           return { done: false, retryInMs: left >= 0 ? Math.min(left, SEMAPHORE_RECHECK_MS) : SEMAPHORE_RECHECK_MS };
         },
       });
-      return open === true;
-    } catch (error) {
-      if (error instanceof AcquireTimeoutError) return false;
-      throw error;
-    }
+    return open === true;
   }
 
   /** Deletes the latch: it opens and every waiter wakes. @returns true if it existed */

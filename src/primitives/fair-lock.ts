@@ -25,11 +25,13 @@ import { AcquireTimeoutError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
-import { checkDuration, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validate.js';
 import { runHolding } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { Hold, HeldLock, HoldTable, type AcquireOptions, type HoldSource, type LockInfo, type LockScope } from './lock.js';
+import { acquireParams } from '../internal/acquire.js';
+import { HoldTable, type Hold } from '../internal/hold.js';
+import { HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -148,10 +150,10 @@ const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
  * reentrancy (async call chain or explicit owner), watchdog or fixed lease, loss signal, fencing token,
  * `await using`. A `FairLock` and a `Lock` of the same name are two different locks (they share the fencing counter).
  */
-export class FairLock implements HoldSource {
+export class FairLock {
   /** @internal */
   readonly timing: FairTiming;
-  readonly #table = new HoldTable(this);
+  readonly #table: HoldTable;
 
   /** @internal */
   constructor(
@@ -164,6 +166,20 @@ export class FairLock implements HoldSource {
     checkKnownKeys(opts, FAIR_OPTION_KEYS);
     this.waiterTimeout = checkDuration(opts.waiterTimeout ?? 5000, 'options.waiterTimeout', 100);
     this.timing = timingOf(this.waiterTimeout);
+    this.#table = new HoldTable(
+      {
+        name,
+        kind: 'fair lock',
+        renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [core.keys.fairLock(name)], [owner, leaseMs])) === 1,
+        releaseRequest: (owner) => {
+          const keys = this.#releaseKeys();
+          return async (retry) =>
+            (await core.run(scripts['fair-lock/release'], keys, [owner, core.settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0'])) as number;
+        },
+        releaseAll: (owner) => this.#releaseAll(owner),
+      },
+      core,
+    );
   }
 
   /** The bound on how long a dead waiter can hold up the queue, in ms. */
@@ -183,17 +199,15 @@ export class FairLock implements HoldSource {
    * @throws the signal's reason when `signal` aborts (the waiter has left the queue)
    */
   async acquire(options?: AcquireOptions): Promise<HeldLock> {
-    const held = await this.#acquire(options, undefined);
-    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return held;
+    return (await this.#acquire(options, true)) as HeldLock;
   }
 
   /**
    * One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when it is held or others are queued
-   * for it (a single attempt never jumps the queue, and never joins it).
+   * for it when the time is up (a single attempt never jumps the queue, and never joins it).
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, 0);
+    return this.#acquire(options, false);
   }
 
   /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
@@ -235,20 +249,10 @@ export class FairLock implements HoldSource {
     return (await this.core.run(scripts['fair-lock/force-unlock'], this.keys(), [this.timing.grantFloorMs])) === 1;
   }
 
-  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldLock | null> {
-    const opts = checkOptions<AcquireOptions>(options);
-    checkKnownKeys(opts, ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
-    const fixedLease = optDuration(opts.lease, 'options.lease');
-    const signal = optSignal(opts.signal, 'options.signal');
-    if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
-    this.core.assertOpen();
-
+  /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
+  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
     const core = this.core;
-    const inherited = core.context.getStore()?.get(core.keys.fairLock(this.name));
-    const fresh = opts.owner === undefined && !(inherited && inherited.active());
-    const owner = opts.owner ?? (inherited && inherited.active() ? inherited.owner : core.newOwner());
-    const leaseMs = fixedLease ?? core.settings.watchdogLease;
+    const { owner, fresh, leaseMs, fixedLease, timeout, signal } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
     const keys = this.keys();
     const channel = core.keys.fairChannel(this.name, core.clientId);
     const t = this.timing;
@@ -279,7 +283,7 @@ export class FairLock implements HoldSource {
             throw error;
           }
           if (reply[0] === 1) {
-            return { done: true, value: this.#table.held(owner, reply[1] ?? 0, reply[2] ?? 1, sentAt, leaseMs, fixedLease === undefined) };
+            return { done: true, value: new HeldLock(this.#table.held(owner, reply[1] ?? 0, sentAt, leaseMs, fixedLease === undefined), reply[2] ?? 1) };
           }
           if (reply[2] === 1) queuedAt = sentAt;
           if (reply[2] === 1 && !heartbeat) {
@@ -294,6 +298,7 @@ export class FairLock implements HoldSource {
           if (heartbeat) await this.leaveQueue(owner);
         },
       });
+      if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
       return held;
     } finally {
       // A hand-off held from its message stays in the heartbeat until its claim lands: a heartbeat that saw the grant
@@ -319,8 +324,8 @@ export class FairLock implements HoldSource {
     const first = Math.min(this.timing.aliveMs, leaseMs);
     const left = queuedAt + first - driftOf(first) - now();
     if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
-    const held = this.#table.held(owner, token, 1, queuedAt, leaseMs, watchdog, first);
-    const hold = held.hold;
+    const hold = this.#table.held(owner, token, queuedAt, leaseMs, watchdog, first);
+    const held = new HeldLock(hold, 1);
     // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
     // release and any re-entry wait for it, so Redis still sees the claim first.
     hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
@@ -380,7 +385,7 @@ export class FairLock implements HoldSource {
   }
 
   #abandon(owner: string): void {
-    Promise.allSettled([this.releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
+    Promise.allSettled([this.#releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
       /* never rejects */
     });
   }
@@ -390,27 +395,7 @@ export class FairLock implements HoldSource {
     return [lock, this.core.keys.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients];
   }
 
-  /** @internal */
-  releaseAll(owner: string): Promise<unknown> {
+  #releaseAll(owner: string): Promise<unknown> {
     return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0']);
   }
-
-  /** @internal */
-  async renew(owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.core.run(scripts['owned/renew'], [this.core.keys.fairLock(this.name)], [owner, leaseMs])) === 1;
-  }
-
-  /** @internal Releases one hold with retries that reuse one request id (see `Lock.releaseHold`). */
-  async releaseHold(hold: Hold): Promise<void> {
-    await hold.claim; // a hand-off's claim first: the release script needs the hold counted in Redis
-    const keys = this.#releaseKeys();
-    const settings = this.core.settings;
-    await this.#table.release(
-      hold,
-      async (retry) =>
-        (await this.core.run(scripts['fair-lock/release'], keys, [hold.owner, settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0'])) as number,
-      'fair lock',
-    );
-  }
-
 }

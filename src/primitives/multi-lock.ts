@@ -9,6 +9,7 @@
  * @module
  */
 import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
+import { Held } from '../internal/held.js';
 import { now } from '../internal/clock.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { Lock, type AcquireOptions, type HeldLock } from './lock.js';
@@ -29,8 +30,7 @@ export interface MultiLockScope {
 }
 
 /** All the locks of a {@link MultiLock}, held. Release once (`release()` or `await using`). */
-export class HeldMultiLock implements AsyncDisposable {
-  #released: Promise<void> | undefined;
+export class HeldMultiLock extends Held {
   /** Aborts, with the `LockLostError` of the first lock lost, when any lock of the group is lost. */
   readonly signal: AbortSignal;
 
@@ -39,6 +39,7 @@ export class HeldMultiLock implements AsyncDisposable {
     /** The held locks, in acquisition (sorted) order. */
     readonly locks: readonly HeldLock[],
   ) {
+    super();
     this.signal = AbortSignal.any(locks.map((l) => l.signal));
   }
 
@@ -50,34 +51,20 @@ export class HeldMultiLock implements AsyncDisposable {
   get lost(): boolean {
     return this.signal.aborted;
   }
-  /** True once released. */
-  get released(): boolean {
-    return this.#released !== undefined;
-  }
-
   /**
    * Releases every lock (all are attempted, whatever fails). Idempotent.
    * @throws {LockNotHeldError} when some lock had been lost (the others are released all the same)
+   * @throws {ReleaseFailedError} when some lock's release could not reach Redis (a later call retries those)
    */
-  release(): Promise<void> {
-    this.#released ??= releaseAll(this.locks);
-    return this.#released;
-  }
-
-  /** Releases; never throws for locks already lost. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (error) {
-      if (!(error instanceof LockNotHeldError)) throw error;
-    }
+  protected releaseOnce(): Promise<void> {
+    return releaseAll(this.locks);
   }
 }
 
 async function releaseAll(locks: readonly HeldLock[]): Promise<void> {
   const results = await Promise.allSettled(locks.map((l) => l.release()));
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
-  // A connection error matters more than a lock already lost: report it first.
+  // A failed release matters more than a lock already lost: report it first.
   const first = failures.find((e) => !(e instanceof LockNotHeldError)) ?? failures[0];
   if (first !== undefined) throw first;
 }

@@ -7,10 +7,10 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import type { Closable, Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type LockLostError } from '../errors.js';
+import type { Core } from '../core.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { Lease } from '../internal/lease.js';
+import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -57,84 +57,23 @@ export interface PermitSemaphoreInfo {
 
 /**
  * One acquisition: `permits` permits under one lease with an `id`. Release it once (`release()` or `await using`).
+ * `release()` rejects with `LockNotHeldError` when the lease had expired before it, and with `ReleaseFailedError`
+ * when Redis could not be reached (the lease is then no longer renewed and runs out; call it again to retry).
  */
-export class Permit implements AsyncDisposable, Closable {
-  /** @internal */
-  lease!: Lease;
-  #released: Promise<void> | undefined;
-
+export class Permit extends LeasedHeld {
   /** @internal */
   constructor(
+    hold: Hold,
     readonly semaphore: PermitExpirableSemaphore,
-    /** The permit id: release or extend it by id from anywhere (keep it secret). */
-    readonly id: string,
     /** How many permits this lease holds. */
     readonly permits: number,
-  ) {}
-
-  /** Aborts, with a `LockLostError` as its reason, the moment the lease can no longer be counted on. */
-  get signal(): AbortSignal {
-    return this.lease.signal;
-  }
-  /** True once the lease was lost (expired or reclaimed), not when released. */
-  get lost(): boolean {
-    return this.lease.lost;
-  }
-  /** True once released. */
-  get released(): boolean {
-    return this.#released !== undefined;
+  ) {
+    super(hold, 1);
   }
 
-  /**
-   * Gives the permits back and wakes waiters. Idempotent.
-   * @throws {LockNotHeldError} when the lease had already expired (the permits were reclaimed)
-   */
-  release(): Promise<void> {
-    this.#released ??= (async () => {
-      this.lease.stop();
-      this.semaphore.core.holds.delete(this);
-      const back = await this.semaphore.releaseById(this.id, true);
-      if (back === 0) {
-        this.lease.lose('expired');
-        throw new LockNotHeldError(this.semaphore.name, `permit ${this.id} of "${this.semaphore.name}" had expired when released`);
-      }
-    })();
-    return this.#released;
-  }
-
-  /**
-   * Sets the lease to `leaseMs` from now.
-   * @throws {LockNotHeldError} when the permit is no longer held
-   */
-  async extend(leaseMs: number): Promise<void> {
-    const lease = optDuration(leaseMs, 'leaseMs');
-    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
-    if (this.released) throw new LockNotHeldError(this.semaphore.name, `permit ${this.id} was already released`);
-    const sentAt = now();
-    if (!(await this.semaphore.renewById(this.id, lease))) {
-      this.lease.lose('expired');
-      throw new LockNotHeldError(this.semaphore.name, `permit ${this.id} of "${this.semaphore.name}" is no longer held`);
-    }
-    this.lease.confirm(sentAt, lease);
-  }
-
-  /** Releases; never throws for a permit that already expired. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (error) {
-      if (!(error instanceof LockNotHeldError)) throw error;
-    }
-  }
-
-  /** @internal */
-  async closeHold(): Promise<void> {
-    this.lease.stop();
-    try {
-      await this.semaphore.releaseById(this.id, false);
-    } finally {
-      this.lease.lose('client-closed');
-    }
+  /** The permit id: release or extend it by id from anywhere (keep it secret). */
+  get id(): string {
+    return this.hold.owner;
   }
 }
 
@@ -150,12 +89,26 @@ export class Permit implements AsyncDisposable, Closable {
  * ```
  */
 export class PermitExpirableSemaphore {
+  readonly #table: HoldTable;
+
   /** @internal */
   constructor(
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,
-  ) {}
+  ) {
+    this.#table = new HoldTable(
+      {
+        name,
+        kind: 'permit',
+        renew: (id, leaseMs) => this.#renewById(id, leaseMs),
+        // a permit is released whole: 0 permits back means it was not held (-1 for the engine)
+        releaseRequest: (id) => async () => ((await this.#releaseById(id)) > 0 ? 0 : -1),
+        releaseAll: (id) => this.#releaseById(id),
+      },
+      core,
+    );
+  }
 
   get #keys(): string[] {
     const k = this.core.keys;
@@ -213,14 +166,12 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit> {
-    const permit = await this.#acquire(permits, options, undefined);
-    if (!permit) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return permit;
+    return (await this.#acquire(permits, options, true)) as Permit;
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the permit, or `null` when not enough are free. */
   tryAcquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit | null> {
-    return this.#acquire(permits, options, 0);
+    return this.#acquire(permits, options, false);
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards. `fn` gets the permit (its `signal`). */
@@ -244,7 +195,7 @@ export class PermitExpirableSemaphore {
   async tryRelease(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
-    return (await this.releaseById(id, true)) > 0;
+    return (await this.#releaseById(id)) > 0;
   }
 
   /** Sets permit `permitId`'s lease to `leaseMs` from now. @returns false when no such permit is held */
@@ -253,40 +204,30 @@ export class PermitExpirableSemaphore {
     const lease = optDuration(leaseMs, 'leaseMs');
     if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
     this.core.assertOpen();
-    return this.renewById(id, lease);
+    return this.#renewById(id, lease);
   }
 
-  /** @internal Returns the permits given back (0 = not held). */
-  async releaseById(id: string, retry: boolean): Promise<number> {
-    const core = this.core;
-    const keys = [...this.#keys, core.keys.releaseMarker(this.name, core.requestId())];
-    const args = [id, this.#channel, core.settings.releaseMarkerTtl];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await core.run(scripts['psem/release'], keys, args)) as number;
-      } catch (error) {
-        if (!retry || !(error instanceof RedisConnectionError) || attempt >= 3) throw error;
-        await new Promise((r) => setTimeout(r, 25 * attempt));
-      }
-    }
+  /** Returns the permits given back (0 = not held). */
+  async #releaseById(id: string): Promise<number> {
+    return (await this.core.run(scripts['psem/release'], this.#keys, [id, this.#channel])) as number;
   }
 
-  /** @internal */
-  async renewById(id: string, leaseMs: number): Promise<boolean> {
+  async #renewById(id: string, leaseMs: number): Promise<boolean> {
     return (await this.core.run(scripts['psem/renew'], this.#keys, [id, leaseMs, this.#channel])) === 1;
   }
 
-  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, defaultTimeout: number | undefined): Promise<Permit | null> {
+  /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
+  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, required: boolean): Promise<Permit | null> {
     const n = checkPermits(permits);
     const opts = checkOptions<PermitAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const fixedLease = optDuration(opts.lease, 'options.lease');
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
     const core = this.core;
     const leaseMs = fixedLease ?? core.settings.watchdogLease;
-    return waitFor(core, {
+    const permit = await waitFor(core, {
       name: this.name,
       channel: this.#channel,
       timeout,
@@ -299,31 +240,15 @@ export class PermitExpirableSemaphore {
           reply = (await core.run(scripts['psem/acquire'], this.#keys, [id, n, leaseMs, this.#channel], budget)) as number[];
         } catch (error) {
           // The reply was lost: the permit may be ours in Redis. Give it back; its lease bounds it anyway.
-          if (error instanceof RedisConnectionError) this.releaseById(id, false).catch(() => {});
+          if (error instanceof RedisConnectionError) this.#releaseById(id).catch(() => {});
           throw error;
         }
-        if (reply[0] === 1) return { done: true, value: this.#permit(id, n, sentAt, leaseMs, fixedLease === undefined) };
+        if (reply[0] === 1) return { done: true, value: new Permit(this.#table.held(id, 0, sentAt, leaseMs, fixedLease === undefined), this, n) };
         const hint = reply[1] ?? -1;
         return { done: false, retryInMs: hint < 0 ? SEMAPHORE_RECHECK_MS : Math.min(hint, SEMAPHORE_RECHECK_MS) };
       },
     });
-  }
-
-  #permit(id: string, n: number, sentAt: number, leaseMs: number, watchdog: boolean): Permit {
-    const core = this.core;
-    const permit = new Permit(this, id, n);
-    permit.lease = new Lease({
-      name: this.name,
-      leaseMs,
-      renewEveryMs: watchdog ? core.settings.watchdogInterval : undefined,
-      sentAt,
-      renew: (ms) => this.renewById(id, ms),
-      onLost: (error: LockLostError) => {
-        core.holds.delete(permit);
-        core.emitLost(error);
-      },
-    });
-    core.holds.add(permit);
+    if (!permit && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
     return permit;
   }
 }

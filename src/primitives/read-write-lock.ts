@@ -18,11 +18,20 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { LockNotHeldError, UpgradeRefusedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
+import { acquireParams } from '../internal/acquire.js';
+import { now } from '../internal/clock.js';
+import { HoldTable, LeasedHeld, type Hold, type HoldOps } from '../internal/hold.js';
+import { runHolding } from '../internal/scope.js';
 import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
+import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { HeldOwned, OwnedLock, type OwnedAttempt, type OwnedHold } from './owned-lock.js';
 import type { AcquireOptions } from './lock.js';
+
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
+
+/** What one acquire attempt found. */
+type SideAttempt = { acquired: true; token: number; holdCount: number } | { acquired: false; retryInMs: number };
 
 /** Options of `holdfast.readWriteLock(name, options)`. */
 export interface ReadWriteLockOptions {
@@ -56,11 +65,11 @@ export interface ReadWriteLockInfo {
   lastToken: number;
 }
 
-/** One acquisition of the read lock. */
-export class HeldReadLock extends HeldOwned {}
+/** One acquisition of the read lock. Release it once (`release()` or `await using`). */
+export class HeldReadLock extends LeasedHeld {}
 
-/** One acquisition of the write lock, with its fencing token. */
-export class HeldWriteLock extends HeldOwned {
+/** One acquisition of the write lock, with its fencing token. Release it once (`release()` or `await using`). */
+export class HeldWriteLock extends LeasedHeld {
   /** The fencing token: strictly greater than every token minted before for this name. */
   get token(): number {
     return this.hold.token;
@@ -74,7 +83,7 @@ export class HeldWriteLock extends HeldOwned {
   async downgrade(options?: Omit<AcquireOptions, 'owner'>): Promise<HeldReadLock> {
     const opts = checkOptions<AcquireOptions>(options);
     if ('owner' in opts) throw new TypeError('options.owner is not accepted by downgrade(): the write lock owner is used');
-    const rw = (this.hold.lock as WriteLock).rw;
+    const rw = writeLocks.get(this.hold.table) as ReadWriteLock;
     // The owner holds the write lock, so the read lock is granted at once unless the write lock was lost.
     const read = await rw.readLock().tryAcquire({ ...opts, owner: this.owner });
     if (!read) throw new LockNotHeldError(this.name, `write lock "${this.name}" was no longer held when downgrading`);
@@ -101,19 +110,130 @@ export interface WriteLockScope {
   lock: HeldWriteLock;
 }
 
-/** The read side of a {@link ReadWriteLock}. Same API as `Lock`. */
-export class ReadLock extends OwnedLock<HeldReadLock> {
+/** The write lock's hold table → its read-write lock (for `downgrade`). */
+const writeLocks = new WeakMap<HoldTable, ReadWriteLock>();
+
+/** What the read and the write side share: acquisition, re-entry through the async context, `withLock`. */
+abstract class Side<H extends LeasedHeld> {
   /** @internal */
-  constructor(readonly rw: ReadWriteLock) {
-    super(rw.core, rw.name);
+  readonly table: HoldTable;
+
+  constructor(
+    /** @internal */
+    readonly rw: ReadWriteLock,
+    kind: string,
+  ) {
+    this.table = new HoldTable(this.ops(kind), rw.core);
   }
-  protected get contextKey(): string {
-    return this.rw.contextKey;
+
+  /** The lock's name. */
+  get name(): string {
+    return this.rw.name;
   }
-  protected get channel(): string {
-    return this.core.keys.rwChannel(this.name);
+  /** @internal */
+  get core(): Core {
+    return this.rw.core;
   }
-  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<OwnedAttempt> {
+
+  /** This side's scripts. */
+  protected abstract ops(kind: string): HoldOps;
+  /** One atomic acquire attempt. `waiting` = the caller will wait if busy. */
+  protected abstract attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt>;
+  /** Wraps a hold in the public held object. */
+  protected abstract wrap(hold: Hold, holdCount: number): H;
+  /** Called when a wait ends without the lock (timeout, abort, error). */
+  protected giveUp(_owner: string): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * Waits for the lock and returns the held lock.
+   * @throws {AcquireTimeoutError} when `timeout` passes first (never before: the last attempt is made at the deadline)
+   * @throws the signal's reason when `signal` aborts
+   */
+  async acquire(options?: AcquireOptions): Promise<H> {
+    return (await this.#acquire(options, true)) as H;
+  }
+
+  /** One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when still busy when the time is up. */
+  tryAcquire(options?: AcquireOptions): Promise<H | null> {
+    return this.#acquire(options, false);
+  }
+
+  /**
+   * Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. Inside `fn` (its whole async
+   * call chain) the read and the write lock of this name are acquired under the same owner: re-entry raises the hold
+   * count, a read inside a write is a downgrade, a write inside a read is refused with `UpgradeRefusedError`.
+   */
+  async withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    const held = await this.acquire(options);
+    const hold = held.hold;
+    return runHolding(this.core, this.rw.contextKey, held, () => hold.active, () => fn({ signal: held.signal, lock: held }));
+  }
+
+  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<H | null> {
+    const core = this.core;
+    const { owner, fresh, leaseMs, fixedLease, timeout, signal } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.rw.contextKey);
+    const waiting = timeout !== 0;
+    const held = await waitFor(core, {
+      name: this.name,
+      channel: core.keys.rwChannel(this.name),
+      timeout,
+      signal,
+      attempt: async (budget) => {
+        const sentAt = now();
+        let result: SideAttempt;
+        try {
+          result = await this.attemptOnce(owner, leaseMs, budget, waiting);
+        } catch (error) {
+          // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
+          if (fresh && error instanceof RedisConnectionError) {
+            this.table.ops.releaseAll(owner).catch(() => {
+              /* unreachable: the lease will expire */
+            });
+          }
+          throw error;
+        }
+        if (!result.acquired) return { done: false, retryInMs: result.retryInMs };
+        return { done: true, value: this.wrap(this.table.held(owner, result.token, sentAt, leaseMs, fixedLease === undefined), result.holdCount) };
+      },
+      onGiveUp: () => (waiting ? this.giveUp(owner) : Promise.resolve()),
+    });
+    if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
+    return held;
+  }
+}
+
+/** The read side of a {@link ReadWriteLock}. Same API as `Lock`. */
+export class ReadLock extends Side<HeldReadLock> {
+  /** @internal */
+  constructor(rw: ReadWriteLock) {
+    super(rw, 'read lock');
+  }
+  protected ops(kind: string): HoldOps {
+    const { core, name } = this.rw;
+    const k = core.keys;
+    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
+      core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [
+        owner,
+        k.rwChannel(name),
+        core.settings.releaseMarkerTtl,
+        all ? '1' : '0',
+        retry ? '1' : '0',
+      ]);
+    return {
+      name,
+      kind,
+      renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
+      releaseRequest: (owner) => {
+        const requestId = core.requestId();
+        return async (retry) => (await release(owner, requestId, false, retry)) as number;
+      },
+      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+    };
+  }
+  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
     const k = this.core.keys;
     const reply = (await this.core.run(
       scripts['rw/read-acquire'],
@@ -125,41 +245,46 @@ export class ReadLock extends OwnedLock<HeldReadLock> {
     const pttl = reply[1] ?? -2;
     return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl };
   }
-  /** @internal */
-  async renewOnce(owner: string, leaseMs: number): Promise<boolean> {
-    const k = this.core.keys;
-    const keys = [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)];
-    return (await this.core.run(scripts['rw/read-renew'], keys, [owner, leaseMs])) === 1;
-  }
-  /** @internal */
-  async releaseOnce(owner: string, requestId: string, all: boolean): Promise<number> {
-    const k = this.core.keys;
-    const keys = [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.releaseMarker(this.name, requestId), k.rwWriter(this.name)];
-    return (await this.core.run(scripts['rw/read-release'], keys, [owner, k.rwChannel(this.name), this.core.settings.releaseMarkerTtl, all ? '1' : '0'])) as number;
-  }
-  protected wrap(hold: OwnedHold, holdCount: number): HeldReadLock {
+  protected wrap(hold: Hold, holdCount: number): HeldReadLock {
     return new HeldReadLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the read lock; see {@link OwnedLock.withLock}. */
+  /** Runs `fn` under the read lock; see `WriteLock.withLock`. */
   override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(fn, options);
   }
 }
 
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
-export class WriteLock extends OwnedLock<HeldWriteLock> {
+export class WriteLock extends Side<HeldWriteLock> {
   /** @internal */
-  constructor(readonly rw: ReadWriteLock) {
-    super(rw.core, rw.name);
+  constructor(rw: ReadWriteLock) {
+    super(rw, 'write lock');
+    writeLocks.set(this.table, rw);
   }
-  protected get contextKey(): string {
-    return this.rw.contextKey;
+  protected ops(kind: string): HoldOps {
+    const { core, name } = this.rw;
+    const k = core.keys;
+    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
+      core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [
+        owner,
+        k.rwChannel(name),
+        core.settings.releaseMarkerTtl,
+        all ? '1' : '0',
+        retry ? '1' : '0',
+      ]);
+    return {
+      name,
+      kind,
+      renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
+      releaseRequest: (owner) => {
+        const requestId = core.requestId();
+        return async (retry) => (await release(owner, requestId, false, retry)) as number;
+      },
+      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+    };
   }
-  protected get channel(): string {
-    return this.core.keys.rwChannel(this.name);
-  }
-  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<OwnedAttempt> {
+  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
     const k = this.core.keys;
     const intent = this.rw.writerIntent;
     const reply = (await this.core.run(
@@ -175,29 +300,15 @@ export class WriteLock extends OwnedLock<HeldWriteLock> {
     const refresh = Math.max(1, Math.floor(intent / 3));
     return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl < 0 ? refresh : Math.min(pttl, refresh) };
   }
-  /** @internal */
-  async renewOnce(owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.core.run(scripts['owned/renew'], [this.core.keys.rwWriter(this.name)], [owner, leaseMs])) === 1;
-  }
-  /** @internal */
-  async releaseOnce(owner: string, requestId: string, all: boolean): Promise<number> {
-    const k = this.core.keys;
-    return (await this.core.run(scripts['rw/write-release'], [k.rwWriter(this.name), k.releaseMarker(this.name, requestId)], [
-      owner,
-      k.rwChannel(this.name),
-      this.core.settings.releaseMarkerTtl,
-      all ? '1' : '0',
-    ])) as number;
-  }
   protected override async giveUp(owner: string): Promise<void> {
     const k = this.core.keys;
     await this.core.run(scripts['rw/withdraw'], [k.rwIntents(this.name)], [owner, k.rwChannel(this.name)]);
   }
-  protected wrap(hold: OwnedHold, holdCount: number): HeldWriteLock {
+  protected wrap(hold: Hold, holdCount: number): HeldWriteLock {
     return new HeldWriteLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the write lock; see {@link OwnedLock.withLock}. */
+  /** Runs `fn` under the write lock; see `ReadLock.withLock`. */
   override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
   }

@@ -19,17 +19,11 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
 import type { Closable } from '../core.js';
-import {
-  AcquireTimeoutError,
-  ClientClosedError,
-  LockNotHeldError,
-  QuorumNotReachedError,
-  type LockLostError,
-  type NodeResult,
-} from '../errors.js';
+import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { driftOf, Lease } from '../internal/lease.js';
-import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
+import { driftOf } from '../internal/lease.js';
+import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration, optSignal } from '../internal/validate.js';
 import { Keys } from '../keys.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
@@ -169,9 +163,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
         throw new TypeError(`options.redis[${i}]: ${(error as Error).message}`, { cause: error });
       }
     });
-    const prefix = opts.prefix ?? 'holdfast:';
-    if (typeof prefix !== 'string') throw new TypeError(`options.prefix must be a string, got ${typeof prefix}`);
-    if (prefix.length > 256) throw new RangeError('options.prefix must be at most 256 characters');
+    const prefix = checkPrefix(opts.prefix ?? 'holdfast:');
     this.keys = new Keys(prefix);
     const watchdogLease = checkDuration(opts.watchdogLease ?? 30_000, 'options.watchdogLease', 100);
     const watchdogInterval = checkDuration(opts.watchdogInterval ?? Math.floor(watchdogLease / 3), 'options.watchdogInterval', 10);
@@ -259,12 +251,45 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * A handle on one Redlock name, from `redlock.lock(name)`. Not reentrant: every acquisition is a new owner.
  */
 export class RedlockLock {
+  readonly #table: HoldTable;
+
   /** @internal */
   constructor(
     readonly redlock: Redlock,
     /** The lock's name. */
     readonly name: string,
-  ) {}
+  ) {
+    const quorum = redlock.quorum;
+    const n = redlock.nodes.length;
+    this.#table = new HoldTable(
+      {
+        name,
+        kind: 'redlock',
+        renew: async (owner, leaseMs) => {
+          const outcome = await this.renewEverywhere(owner, leaseMs, this.#table.get(owner)?.token ?? 0);
+          if (outcome.extended >= quorum) return true;
+          // A majority said "not yours": no renewal can ever reach the quorum again.
+          if (outcome.notHeld > n - quorum) return false;
+          throw new QuorumNotReachedError(name, 'extend', quorum, outcome.results);
+        },
+        releaseRequest: (owner) => async () => {
+          const results = await this.releaseEverywhere(owner);
+          const answered = results.filter((r) => r.status !== 'error').length;
+          if (answered < quorum) throw new QuorumNotReachedError(name, 'release', quorum, results);
+          return results.filter((r) => r.status === 'not-held').length > n - quorum ? -1 : 0;
+        },
+        releaseAll: (owner) => this.releaseEverywhere(owner),
+        isTransient: (error) => error instanceof QuorumNotReachedError || error instanceof RedisConnectionError,
+      },
+      {
+        holds: redlock.holds,
+        watchdogInterval: redlock.settings.watchdogInterval,
+        emitLost: (error) => {
+          if (redlock.listenerCount('lockLost') > 0) redlock.emit('lockLost', error);
+        },
+      },
+    );
+  }
 
   /**
    * Attempts until a majority grants the lock with positive validity, or the retry budget / `timeout` runs out.
@@ -273,9 +298,7 @@ export class RedlockLock {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(options?: RedlockAcquireOptions): Promise<HeldRedlock> {
-    const held = await this.#acquire(options, false);
-    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return held;
+    return (await this.#acquire(options, false)) as HeldRedlock;
   }
 
   /**
@@ -316,7 +339,7 @@ export class RedlockLock {
       if (result.held) {
         if (!redlock.closed) return result.held;
         // closed while the attempt ran: close() did not see this hold, so undo it here
-        await result.held.closeHold();
+        await result.held.hold.closeHold();
         throw new ClientClosedError();
       }
       const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
@@ -333,9 +356,10 @@ export class RedlockLock {
         throw failure;
       }
       if (attempt > retryCount) throw failure;
-      const delay = retryDelay + Math.floor(Math.random() * retryJitter);
-      if (now() + delay >= deadline) throw new AcquireTimeoutError(this.name, timeout ?? 0, { cause: failure });
-      await sleep(delay, signal);
+      // The time is up only after an attempt made at (or after) the deadline: the last pause ends at the deadline.
+      const left = deadline - now();
+      if (left <= 0) throw new AcquireTimeoutError(this.name, timeout ?? 0, { cause: failure });
+      await sleep(Math.min(retryDelay + Math.floor(Math.random() * retryJitter), Math.ceil(left)), signal);
     }
   }
 
@@ -393,38 +417,22 @@ export class RedlockLock {
   }
 
   #held(owner: string, token: number, start: number, leaseMs: number, validity: number, watchdog: boolean, results: NodeResult[]): HeldRedlock {
-    const redlock = this.redlock;
-    const held = new HeldRedlock(this, owner, token, validity, results);
-    held.lease = new Lease({
-      name: this.name,
-      leaseMs,
-      renewEveryMs: watchdog ? redlock.settings.watchdogInterval : undefined,
-      sentAt: start,
-      renew: async (ms) => {
-        const outcome = await this.renewEverywhere(owner, ms);
-        if (outcome.extended >= redlock.quorum) return true;
-        // A majority said "not yours": no renewal can ever reach the quorum again.
-        if (outcome.notHeld > redlock.nodes.length - redlock.quorum) return false;
-        throw new QuorumNotReachedError(this.name, 'extend', redlock.quorum, outcome.results);
-      },
-      onLost: (error) => {
-        redlock.holds.delete(held);
-        if (redlock.listenerCount('lockLost') > 0) redlock.emit('lockLost', error);
-      },
-    });
-    redlock.holds.add(held);
-    return held;
+    return new HeldRedlock(this.#table.held(owner, token, start, leaseMs, watchdog), validity, results);
   }
 
-  /** @internal `lock/renew` on every node. */
-  async renewEverywhere(owner: string, leaseMs: number): Promise<{ extended: number; notHeld: number; results: NodeResult[] }> {
+  /**
+   * @internal `redlock/renew` on every node: extends `owner`'s lease, and takes the key back (same owner and `token`)
+   * on a node that lost it, never where another owner holds it.
+   */
+  async renewEverywhere(owner: string, leaseMs: number, token: number): Promise<{ extended: number; notHeld: number; results: NodeResult[] }> {
     const { nodes, keys, settings } = this.redlock;
+    const lockKeys = [keys.lock(this.name), keys.fence(this.name)];
     const replies = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/renew'], [keys.lock(this.name)], [owner, leaseMs], settings.nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['redlock/renew'], lockKeys, [owner, leaseMs, token], settings.nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
-      return reply.value === 1 ? { node, status: 'acquired' } : { node, status: 'not-held' };
+      return Number(reply.value) >= 1 ? { node, status: 'acquired' } : { node, status: 'not-held' };
     });
     return {
       extended: results.filter((r) => r.status === 'acquired').length,
@@ -460,44 +468,28 @@ export class RedlockLock {
 }
 
 /**
- * A held Redlock. Release it once (`release()` or `await using`); a second release does nothing.
+ * A held Redlock. Release it once (`release()` or `await using`); a second release does nothing. `release()` rejects
+ * with `LockNotHeldError` when the lock was lost before it, and with `ReleaseFailedError` when too few nodes answered
+ * (its `cause` is the `QuorumNotReachedError`; the lock is no longer renewed and its keys expire with the lease).
  */
-export class HeldRedlock implements AsyncDisposable, Closable {
-  /** @internal */
-  lease!: Lease;
-  #released: Promise<void> | undefined;
-
+export class HeldRedlock extends LeasedHeld {
   /** @internal */
   constructor(
-    readonly lock: RedlockLock,
-    /** The owner id (random, per acquisition). */
-    readonly owner: string,
-    /**
-     * The fencing token: larger than the token of every acquisition that returned before this one started, as long as
-     * no node lost its data (see docs/topologies.md).
-     */
-    readonly token: number,
+    hold: Hold,
     /** ms the lock was certainly valid for when `acquire()` returned: lease − elapsed − drift. */
     readonly validity: number,
     /** What each node answered in the winning attempt. */
     readonly nodes: readonly NodeResult[],
-  ) {}
+  ) {
+    super(hold, 1);
+  }
 
-  /** The lock's name. */
-  get name(): string {
-    return this.lock.name;
-  }
-  /** Aborts, with a `LockLostError` as its reason, when a majority can no longer be counted on. */
-  get signal(): AbortSignal {
-    return this.lease.signal;
-  }
-  /** True once the lock was lost (not when released). */
-  get lost(): boolean {
-    return this.lease.lost;
-  }
-  /** True once released. */
-  get released(): boolean {
-    return this.#released !== undefined;
+  /**
+   * The fencing token: larger than the token of every acquisition that returned before this one started, as long as
+   * no node lost its data (see docs/topologies.md).
+   */
+  get token(): number {
+    return this.hold.token;
   }
 
   /**
@@ -505,63 +497,9 @@ export class HeldRedlock implements AsyncDisposable, Closable {
    * @throws {LockNotHeldError} when a majority no longer holds it for this owner
    * @throws {QuorumNotReachedError} when too few nodes answered (the lease still runs out on its own)
    */
-  async extend(leaseMs: number): Promise<void> {
-    const lease = optDuration(leaseMs, 'leaseMs', 10);
-    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
-    if (this.released) throw new LockNotHeldError(this.name, `redlock "${this.name}" was already released`);
-    if (this.lease.lost) throw new LockNotHeldError(this.name);
-    const redlock = this.lock.redlock;
-    const sentAt = now();
-    const outcome = await this.lock.renewEverywhere(this.owner, lease);
-    if (outcome.extended >= redlock.quorum && sentAt + lease - driftOf(lease) > now()) {
-      this.lease.confirm(sentAt, lease, true);
-      return;
-    }
-    if (outcome.notHeld > redlock.nodes.length - redlock.quorum) {
-      this.lease.lose('expired');
-      throw new LockNotHeldError(this.name);
-    }
-    throw new QuorumNotReachedError(this.name, 'extend', redlock.quorum, outcome.results);
-  }
-
-  /**
-   * Releases on every node. Idempotent.
-   * @throws {LockNotHeldError} when the lock had been lost before the release
-   * @throws {QuorumNotReachedError} when too few nodes answered (their keys expire with the lease)
-   */
-  release(): Promise<void> {
-    this.#released ??= this.#release();
-    return this.#released;
-  }
-
-  async #release(): Promise<void> {
-    const redlock = this.lock.redlock;
-    const wasLost = this.lease.lost;
-    this.lease.stop();
-    redlock.holds.delete(this);
-    const results = await this.lock.releaseEverywhere(this.owner);
-    if (wasLost) throw new LockNotHeldError(this.name, `redlock "${this.name}" was lost before it was released`);
-    const answered = results.filter((r) => r.status !== 'error').length;
-    if (answered < redlock.quorum) throw new QuorumNotReachedError(this.name, 'release', redlock.quorum, results);
-  }
-
-  /** @internal Called by `redlock.close()`. */
-  async closeHold(): Promise<void> {
-    this.lease.stop();
-    try {
-      await this.lock.releaseEverywhere(this.owner);
-    } finally {
-      this.lease.lose('client-closed');
-    }
-  }
-
-  /** Releases; never throws for a lock that was already lost or released. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (error) {
-      if (!(error instanceof LockNotHeldError)) throw error;
-    }
+  override extend(leaseMs: number): Promise<void> {
+    if (optDuration(leaseMs, 'leaseMs', 10) === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    return super.extend(leaseMs);
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import type { Closable, Core } from '../core.js';
 import { AcquireTimeoutError } from '../errors.js';
+import { Held } from '../internal/held.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -36,41 +37,34 @@ const ACQUIRE_KEYS = ['timeout', 'signal'] as const;
  * Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing.
  * `holdfast.close()` releases the ones still held.
  */
-export class SemaphorePermits implements AsyncDisposable, Closable {
-  #released: Promise<void> | undefined;
+export class SemaphorePermits extends Held implements Closable {
+  /** Given back by `close()`. */
+  #closed = false;
 
   /** @internal */
   constructor(
     readonly semaphore: Semaphore,
     /** How many permits this holds. */
     readonly permits: number,
-  ) {}
-
-  /** True once released. */
-  get released(): boolean {
-    return this.#released !== undefined;
+  ) {
+    super();
   }
 
-  /** Gives the permits back. Idempotent. */
-  release(): Promise<void> {
+  /** Gives the permits back and wakes waiters. */
+  protected async releaseOnce(): Promise<void> {
+    if (this.#closed) return;
     this.semaphore.core.holds.delete(this);
-    this.#released ??= this.semaphore.release(this.permits).then(() => undefined);
-    return this.#released;
+    await this.semaphore.release(this.permits);
   }
 
   /** @internal */
   async closeHold(): Promise<void> {
-    if (this.#released) return;
-    this.#released = Promise.resolve();
+    if (this.released || this.#closed) return;
+    this.#closed = true;
     await this.semaphore.core.run(scripts['sem/release'], [this.semaphore.core.keys.semaphore(this.semaphore.name)], [
       this.permits,
       this.semaphore.core.keys.semaphoreChannel(this.semaphore.name),
     ]);
-  }
-
-  /** Releases (same as `release()`). */
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.release();
   }
 }
 
@@ -127,9 +121,7 @@ export class Semaphore {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits> {
-    const taken = await this.#acquire(permits, options, undefined);
-    if (!taken) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return taken;
+    return (await this.#acquire(permits, options, true)) as SemaphorePermits;
   }
 
   /**
@@ -137,7 +129,7 @@ export class Semaphore {
    * @param permits how many @default 1
    */
   tryAcquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
-    return this.#acquire(permits, options, 0);
+    return this.#acquire(permits, options, false);
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards, also when `fn` throws. */
@@ -184,14 +176,15 @@ export class Semaphore {
     return Number(await this.core.command(['DEL', this.#key], this.#key)) === 1;
   }
 
-  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, defaultTimeout: number | undefined): Promise<SemaphorePermits | null> {
+  /** `required` (acquire): no default time limit, and the time running out is an `AcquireTimeoutError`. */
+  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean): Promise<SemaphorePermits | null> {
     const n = checkPermits(permits);
     const opts = checkOptions<SemaphoreAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
-    return waitFor(this.core, {
+    const taken = await waitFor(this.core, {
       name: this.name,
       channel: this.#channel,
       timeout,
@@ -206,5 +199,7 @@ export class Semaphore {
         return { done: false, retryInMs: SEMAPHORE_RECHECK_MS };
       },
     });
+    if (!taken && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
+    return taken;
   }
 }

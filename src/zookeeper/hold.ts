@@ -4,6 +4,7 @@
  * @module
  */
 import type { Closable } from '../core.js';
+import { Held } from '../internal/held.js';
 import { LockLostError, LockNotHeldError, type LockLostReason, ZooKeeperConnectionError } from '../errors.js';
 import { ZK, zkCode, type SessionLossReason } from './session.js';
 import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
@@ -147,11 +148,11 @@ export class ZkHold implements Closable {
  * A held ZooKeeper lock (or permit): one acquisition. Same shape as the Redis `HeldLock`: `release()` once (or
  * `await using`), `token`, `signal`; plus the connection state ZooKeeper adds (`suspendedSignal`, `state`).
  */
-export class ZkHeldLock implements AsyncDisposable {
-  #released: Promise<void> | undefined;
-
+export class ZkHeldLock extends Held {
   /** @internal */
-  constructor(readonly hold: ZkHold) {}
+  constructor(readonly hold: ZkHold) {
+    super();
+  }
 
   /** The primitive's name. */
   get name(): string {
@@ -186,33 +187,18 @@ export class ZkHeldLock implements AsyncDisposable {
   }
   /** `held`, `suspended` (uncertain: do not act on the resource), `lost` or `released`. */
   get state(): ZkHoldState {
-    return this.#released && this.hold.state !== 'lost' ? 'released' : this.hold.state;
+    return this.released && this.hold.state !== 'lost' ? 'released' : this.hold.state;
   }
   /** True once the lock was lost (not when released). */
   get lost(): boolean {
     return this.hold.signal.aborted;
   }
-  /** True once this acquisition was released. */
-  get released(): boolean {
-    return this.#released !== undefined;
-  }
-
   /**
    * Releases this acquisition (the node is deleted when the owner's last hold is released, which wakes the next
    * waiter). Idempotent: a second call returns the first call's promise.
    * @throws {LockNotHeldError} when the lock was lost before the release
    */
-  release(): Promise<void> {
-    this.#released ??= this.hold.releaseOne();
-    return this.#released;
-  }
-
-  /** Releases; never throws for a lock that was already lost or released. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (error) {
-      if (!(error instanceof LockNotHeldError)) throw error;
-    }
+  protected releaseOnce(): Promise<void> {
+    return this.hold.releaseOne();
   }
 }

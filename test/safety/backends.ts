@@ -175,7 +175,7 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks)
         setImmediate(() => {
           // The lease confirms a quorum renewal in the reply's microtask chain: a moved deadline is a renewal.
           if (!held || held !== current || held.lost) return;
-          const deadline = held.lease.deadline;
+          const deadline = held.hold.lease.deadline;
           if (deadline <= reported) return;
           reported = deadline;
           hooks.onRenewed(deadline + offset - config.leaseMs + drift, deadline + offset, config.leaseMs);
@@ -215,18 +215,18 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks)
     async acquire({ timeoutMs, signal }) {
       const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
       current = held;
-      reported = held.lease.deadline;
+      reported = held.hold.lease.deadline;
       return {
         token: held.token,
         leaseMs: config.leaseMs,
         // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
-        sendRef: held.lease.deadline + offset - config.leaseMs + drift,
-        validUntil: () => held.lease.deadline + offset,
+        sendRef: held.hold.lease.deadline + offset - config.leaseMs + drift,
+        validUntil: () => held.hold.lease.deadline + offset,
         signal: held.signal,
         async extend(leaseMs) {
           const sendRef = refNow();
           await held.extend(leaseMs);
-          return { sendRef, validUntil: held.lease.deadline + offset };
+          return { sendRef, validUntil: held.hold.lease.deadline + offset };
         },
         async release() {
           current = undefined;

@@ -1,22 +1,25 @@
 --[[
-  Release one hold (or every hold) of a read lock, idempotently per request.
+  Release one hold (or every hold) of a read lock, safely retryable.
   KEYS[1] readers zset
   KEYS[2] readers' hold counts hash
   KEYS[3] waiting writers' intents zset
-  KEYS[4] this request's release marker
+  KEYS[4] this request's release marker (written only when holds remain, read only on a retry)
   KEYS[5] the writer hash (to tell whether the lock is now free)
   ARGV[1] owner id
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every read hold of this owner, '0' for one
+  ARGV[5] '1' when this is a retry of a request whose reply was lost
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the read holds left (0 = this owner's read lock is released), or -1 when this owner holds no read lock.
 ]]
 --- @include "notify"
 --- @include "rw-purge"
-local done = redis.call('get', KEYS[4])
-if done then
-  return tonumber(done)
+if ARGV[5] == '1' then
+  local done = redis.call('get', KEYS[4])
+  if done then
+    return tonumber(done)
+  end
 end
 local now = redis_now()
 rw_purge(KEYS[1], KEYS[2], KEYS[3], now)
@@ -38,5 +41,7 @@ if left <= 0 then
     notify(ARGV[2], 'a')
   end
 end
-redis.call('set', KEYS[4], left, 'px', ARGV[3])
+if left > 0 then
+  redis.call('set', KEYS[4], left, 'px', ARGV[3])
+end
 return left

@@ -1,18 +1,23 @@
 --[[
-  Release one hold (or every hold) of a write lock, idempotently per request.
+  Release one hold (or every hold) of a write lock, safely retryable.
   KEYS[1] the writer hash
-  KEYS[2] this request's release marker
+  KEYS[2] this request's release marker (written only when holds remain, read only on a retry)
   ARGV[1] owner id
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
+  ARGV[5] '1' when this is a retry of a request whose reply was lost
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the holds left (0 = released, every waiter woken: readers and writers), or -1 when not held.
+  A retry of a partial release returns what the first run returned; a retry of a full release finds nothing
+  (-1), which the client reads as "released" when it held the lock when it first sent it.
 ]]
 --- @include "notify"
-local done = redis.call('get', KEYS[2])
-if done then
-  return tonumber(done)
+if ARGV[5] == '1' then
+  local done = redis.call('get', KEYS[2])
+  if done then
+    return tonumber(done)
+  end
 end
 if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
   return -1
@@ -26,5 +31,7 @@ if left <= 0 then
   redis.call('del', KEYS[1])
   notify(ARGV[2], 'a')
 end
-redis.call('set', KEYS[2], left, 'px', ARGV[3])
+if left > 0 then
+  redis.call('set', KEYS[2], left, 'px', ARGV[3])
+end
 return left

@@ -1,21 +1,16 @@
 --[[
-  Release a permit by id, idempotently per request, and wake waiters.
+  Release a permit by id and wake waiters. A retry needs no marker: a permit is released whole, so a retry that
+  finds it gone (0) is read by the client as released when it held the permit when it first sent the request.
   KEYS[1] free permits
   KEYS[2] leases zset
   KEYS[3] permit id -> number of permits
-  KEYS[4] this request's release marker
   ARGV[1] permit id
   ARGV[2] channel to publish on
-  ARGV[3] marker TTL in ms
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the number of permits given back, or 0 when the permit was not held (released or expired).
 ]]
 --- @include "notify"
 --- @include "psem-reclaim"
-local done = redis.call('get', KEYS[4])
-if done then
-  return tonumber(done)
-end
 local now = redis_now()
 psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
 local back = 0
@@ -26,5 +21,4 @@ if redis.call('zscore', KEYS[2], ARGV[1]) then
   redis.call('incrby', KEYS[1], back)
   notify(ARGV[2], 'a')
 end
-redis.call('set', KEYS[4], back, 'px', ARGV[3])
 return back

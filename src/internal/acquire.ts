@@ -1,0 +1,58 @@
+/**
+ * What every owner-held primitive does before its first attempt: check the acquire options, and decide the owner —
+ * an explicit `owner`, the owner this async call chain already holds the lock under (re-entry), or a fresh one.
+ */
+import type { Core } from '../core.js';
+import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from './validate.js';
+
+/** The acquire options every owner-held primitive takes. */
+export interface BaseAcquireOptions {
+  timeout?: number;
+  lease?: number;
+  signal?: AbortSignal;
+  owner?: string;
+}
+
+/** An acquisition's settings, checked and resolved. */
+export interface AcquireParams<O> {
+  /** The options as given (checked). */
+  options: Partial<O>;
+  /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
+  timeout: number | undefined;
+  /** The fixed lease, or `undefined` for the watchdog. */
+  fixedLease: number | undefined;
+  /** The lease Redis is told: the fixed one, or the watchdog's. */
+  leaseMs: number;
+  signal: AbortSignal | undefined;
+  owner: string;
+  /** True when the owner id was minted for this call: it cannot hold the lock yet (no re-entry, nothing to undo). */
+  fresh: boolean;
+}
+
+const NO_OPTIONS = Object.freeze({});
+
+/**
+ * Checks `options` (known keys only, typed values) and resolves the owner. `required`: `acquire()` (no time limit by
+ * default) rather than `tryAcquire()` (a single attempt by default). `contextKey`: where `withLock` records the
+ * owner of this lock in the async context, for re-entry.
+ */
+export function acquireParams<O extends BaseAcquireOptions>(
+  core: Core,
+  options: unknown,
+  known: readonly string[],
+  required: boolean,
+  contextKey: string,
+): AcquireParams<O> {
+  const opts: Partial<O> = options === undefined ? NO_OPTIONS : checkOptions<O>(options);
+  if (opts !== NO_OPTIONS) checkKnownKeys(opts, known);
+  const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
+  const fixedLease = optDuration(opts.lease, 'options.lease');
+  const signal = optSignal(opts.signal, 'options.signal');
+  if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
+  core.assertOpen();
+  const inherited = core.context.getStore()?.get(contextKey);
+  const inheritedActive = inherited !== undefined && inherited.active();
+  const fresh = opts.owner === undefined && !inheritedActive;
+  const owner = opts.owner ?? (inheritedActive ? inherited.owner : core.newOwner());
+  return { options: opts, timeout, fixedLease, leaseMs: fixedLease ?? core.settings.watchdogLease, signal, owner, fresh };
+}

@@ -1,0 +1,328 @@
+/**
+ * The one hold engine under every owner-held, leased primitive (the lock, the fair lock, the read and the write
+ * lock, expirable permits, Redlock): one {@link Hold} per owner with its {@link Lease} (watchdog or fixed) and loss
+ * signal, re-entries that share it, one release path with one retry rule, `extend`, and `close()` support. A
+ * primitive supplies its scripts as {@link HoldOps}; everything else is written here once.
+ *
+ * The release rule, for every primitive:
+ * - A release is sent with a request id; a try whose reply was lost is sent again (up to 3 tries) and reports what
+ *   the first run did. A reply that came across a reconnect (the client may have resent the command itself) is read
+ *   the same way.
+ * - A release that cannot reach Redis never keeps the lock alive: renewal ends at the first failed try, so the lock
+ *   frees by itself within one lease; after the last try the hold is given up (its `signal` aborts with reason
+ *   `release-failed`), `release()` rejects with a `ReleaseFailedError` saying by when the lock is free at the latest,
+ *   and the release goes on in the background (every hold of the owner at once) until it lands or the lease has
+ *   run out. A later `release()` tries again.
+ */
+import type { Closable } from '../core.js';
+import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
+import { now } from './clock.js';
+import { Held } from './held.js';
+import { Lease } from './lease.js';
+import { optDuration } from './validate.js';
+
+/** The atomic operations a primitive supplies for the holds of one name. */
+export interface HoldOps {
+  /** The primitive's name, for errors. */
+  readonly name: string;
+  /** What it is, for messages: `lock`, `fair lock`, `read lock`, `write lock`, `permit`, `redlock`. */
+  readonly kind: string;
+  /** Sets `owner`'s lease to `leaseMs` from now: true if `owner` still holds it, false if not; throws when unsure. */
+  renew(owner: string, leaseMs: number): Promise<boolean>;
+  /**
+   * One request that releases one hold of `owner`: every try of it carries the same request id. `send(retry)` runs
+   * it once and returns the holds left (0 = released) or -1 when `owner` does not hold it; `retry` is true for every
+   * try after the first (the script then reports what an earlier run did).
+   */
+  releaseRequest(owner: string): (retry: boolean) => Promise<number>;
+  /** Releases every hold of `owner` at once (client close, a lost reply, a failed release). */
+  releaseAll(owner: string): Promise<unknown>;
+  /** Errors after which a request may be sent again. @default a `RedisConnectionError` */
+  readonly isTransient?: (error: unknown) => boolean;
+}
+
+/** Where holds live: a holdfast client's core, or a Redlock. */
+export interface HoldHost {
+  /** The live holds, which `close()` releases. */
+  readonly holds: Set<Closable>;
+  /** Tells the user a hold was lost (the `lockLost` event). */
+  emitLost(error: LockLostError): void;
+  /** The watchdog's renewal period, in ms. */
+  readonly watchdogInterval: number;
+  /** Counts reconnects of the client, when it can resend commands by itself (see `RedisTransport.epoch`). */
+  epoch?(): number | undefined;
+}
+
+/** Tries a request gets before its release is given up to the background. */
+const RELEASE_TRIES = 3;
+/** Longest pause between two background tries of a release given up. */
+const BACKGROUND_PAUSE_MAX_MS = 1000;
+
+const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
+
+/** A release given up to the background after its tries failed. */
+interface Abandoned {
+  /** By when the lock is free at the latest (wall clock). */
+  readonly freeBy: Date;
+  /** Set once a background try landed. */
+  landed: boolean;
+}
+
+/** One owner's hold of one name in this process, shared by its reentrant acquisitions. */
+export class Hold implements Closable {
+  lease!: Lease;
+  /** Acquisitions of this owner here that are not released yet. */
+  holds = 0;
+  /** A claim of a fair-lock hand-off still on its way to Redis: re-entries and the release wait for it. */
+  claim: Promise<void> | undefined;
+  /** Set when a release could not reach Redis: the hold was given up. */
+  abandoned: Abandoned | undefined;
+
+  constructor(
+    readonly table: HoldTable,
+    readonly owner: string,
+    /** The fencing token of this hold (0 where the primitive has none). */
+    readonly token: number,
+  ) {}
+
+  /** True while held here: acquired, not released, not lost. */
+  get active(): boolean {
+    return this.holds > 0 && !this.lease.done;
+  }
+
+  async closeHold(): Promise<void> {
+    await this.claim;
+    this.lease.stop();
+    try {
+      await this.table.ops.releaseAll(this.owner);
+    } finally {
+      this.lease.lose('client-closed');
+    }
+  }
+}
+
+/** One release request of one held object: every try, and every later `release()` call, reuses it. */
+export interface ReleaseRequest {
+  readonly send: (retry: boolean) => Promise<number>;
+  /** True once a try was sent (the next ones are retries). */
+  sent: boolean;
+  /** Whether the hold was still valid when the request was first sent. */
+  heldWhenSent: boolean | undefined;
+}
+
+/**
+ * The live holds of one primitive handle, by owner: the first acquisition of an owner creates its hold and lease,
+ * re-entries share them.
+ */
+export class HoldTable {
+  readonly #holds = new Map<string, Hold>();
+
+  constructor(
+    readonly ops: HoldOps,
+    readonly host: HoldHost,
+  ) {}
+
+  /**
+   * Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its hold (hold count
+   * raised). `watchdog`: renew every `watchdogInterval`; else the lease simply runs out. `firstLeaseMs`: Redis set a
+   * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
+   */
+  held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
+    let hold = this.#holds.get(owner);
+    if (!hold || hold.lease.done) {
+      const created = new Hold(this, owner, token);
+      const host = this.host;
+      created.lease = new Lease({
+        name: this.ops.name,
+        leaseMs,
+        renewEveryMs: watchdog ? host.watchdogInterval : undefined,
+        sentAt,
+        firstLeaseMs,
+        renew: (ms) => this.ops.renew(owner, ms),
+        onLost: (error: LockLostError) => {
+          this.forget(created);
+          host.emitLost(error);
+        },
+      });
+      this.#holds.set(owner, created);
+      host.holds.add(created);
+      hold = created;
+    } else {
+      hold.lease.confirm(sentAt, leaseMs);
+    }
+    hold.holds++;
+    return hold;
+  }
+
+  /** The live hold of `owner` here, if any. */
+  get(owner: string): Hold | undefined {
+    return this.#holds.get(owner);
+  }
+
+  /** Drops a hold that was released or lost. */
+  forget(hold: Hold): void {
+    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    this.host.holds.delete(hold);
+  }
+
+  /** A new release request for one acquisition of `hold`. */
+  request(hold: Hold): ReleaseRequest {
+    return { send: this.ops.releaseRequest(hold.owner), sent: false, heldWhenSent: undefined };
+  }
+
+  /**
+   * Releases one acquisition of `hold` (see the module's release rule).
+   * @throws {LockNotHeldError} when the hold was lost before the release
+   * @throws {ReleaseFailedError} when Redis could not be reached
+   */
+  async release(hold: Hold, request: ReleaseRequest): Promise<void> {
+    await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
+    if (hold.abandoned) return this.#retryAbandoned(hold);
+    const lease = hold.lease;
+    const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
+    request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
+    const transient = this.ops.isTransient ?? isConnectionError;
+    let left: number;
+    for (let n = 1; ; n++) {
+      try {
+        left = await this.#send(request);
+        break;
+      } catch (error) {
+        if (!transient(error)) throw error;
+        lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
+        if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
+        await sleep(25 * n);
+      }
+    }
+    hold.holds = Math.max(0, hold.holds - 1);
+    if (left < 0 || lostBefore) {
+      lease.lose('expired'); // forgets the hold (onLost); a no-op when it was lost already
+      this.forget(hold);
+      const reason = (lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
+      const name = this.ops.name;
+      throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was no longer held by this owner when released (lost: ${reason})`);
+    }
+    if (left === 0 || hold.holds === 0) {
+      lease.stop();
+      this.forget(hold);
+    }
+  }
+
+  /** Sends one try of `request`; a "not held" that may answer an earlier run of the same request reads as released. */
+  async #send(request: ReleaseRequest): Promise<number> {
+    const retry = request.sent;
+    request.sent = true;
+    const epoch = this.host.epoch?.();
+    const reply = await request.send(retry);
+    // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
+    // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
+    return (retry || this.host.epoch?.() !== epoch) && reply < 0 && request.heldWhenSent === true ? 0 : reply;
+  }
+
+  /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */
+  #giveUp(hold: Hold, error: unknown): never {
+    const abandoned: Abandoned = { freeBy: new Date(Date.now() + hold.lease.ttlMs), landed: false };
+    hold.abandoned = abandoned;
+    hold.holds = 0;
+    hold.lease.lose('release-failed', error); // aborts the signal, forgets the hold
+    this.forget(hold);
+    const until = now() + hold.lease.ttlMs;
+    void (async () => {
+      for (let pause = 100; now() < until && !abandoned.landed; pause = Math.min(pause * 2, BACKGROUND_PAUSE_MAX_MS)) {
+        await sleep(pause);
+        if (abandoned.landed) return;
+        try {
+          await this.ops.releaseAll(hold.owner);
+          abandoned.landed = true;
+        } catch {
+          /* still unreachable: the lease runs out by itself */
+        }
+      }
+    })();
+    throw new ReleaseFailedError(this.ops.name, abandoned.freeBy, { cause: error });
+  }
+
+  /** `release()` called again after a release was given up: one more try, unless the background one landed. */
+  async #retryAbandoned(hold: Hold): Promise<void> {
+    const abandoned = hold.abandoned as Abandoned;
+    if (abandoned.landed) return;
+    try {
+      await this.ops.releaseAll(hold.owner);
+      abandoned.landed = true;
+    } catch (error) {
+      if (!(this.ops.isTransient ?? isConnectionError)(error)) throw error;
+      throw new ReleaseFailedError(this.ops.name, abandoned.freeBy, { cause: error });
+    }
+  }
+
+  /**
+   * Sets `hold`'s lease to `leaseMs` from now.
+   * @throws {LockNotHeldError} when no longer held (or already released)
+   */
+  async extend(hold: Hold, leaseMs: unknown, released: boolean): Promise<void> {
+    const lease = optDuration(leaseMs, 'leaseMs');
+    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    const name = this.ops.name;
+    if (released) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was already released`);
+    if (hold.lease.lost) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" is no longer held (lost)`);
+    const sentAt = now();
+    if (!(await this.ops.renew(hold.owner, lease))) {
+      hold.lease.lose('expired');
+      throw new LockNotHeldError(name);
+    }
+    hold.lease.confirm(sentAt, lease, true);
+  }
+}
+
+/**
+ * The base of every held object backed by a {@link Hold}: name, owner, token, loss signal, `extend`, and the release
+ * rule of the engine.
+ */
+export class LeasedHeld extends Held {
+  #request: ReleaseRequest | undefined;
+
+  /** @internal */
+  constructor(
+    /** @internal */
+    readonly hold: Hold,
+    /** The owner's hold count in Redis right after this acquisition (1 = first hold). */
+    readonly holdCount: number,
+  ) {
+    super();
+  }
+
+  /** The name of what is held. */
+  get name(): string {
+    return this.hold.table.ops.name;
+  }
+  /** The owner id this is held under (keep it secret: whoever knows it can release it). */
+  get owner(): string {
+    return this.hold.owner;
+  }
+  /** Aborts, with a `LockLostError` as its reason, the moment the hold can no longer be counted on. */
+  get signal(): AbortSignal {
+    return this.hold.lease.signal;
+  }
+  /** True once the hold was lost (not when released). */
+  get lost(): boolean {
+    return this.hold.lease.lost;
+  }
+
+  /**
+   * Sets the lease to `leaseMs` from now (for a fixed lease; watchdog holds renew themselves).
+   * @throws {LockNotHeldError} when no longer held
+   */
+  extend(leaseMs: number): Promise<void> {
+    return this.hold.table.extend(this.hold, leaseMs, this.released);
+  }
+
+  protected releaseOnce(): Promise<void> {
+    const table = this.hold.table;
+    this.#request ??= table.request(this.hold);
+    return table.release(this.hold, this.#request);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
