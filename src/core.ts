@@ -6,7 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import type { RedisTransport, ScriptArgs } from './client.js';
-import { ClientClosedError, type LockLostError } from './errors.js';
+import { ClientClosedError, EvictionPolicyError, isHoldfastError, type LockLostError } from './errors.js';
 import { Notifier } from './internal/notifier.js';
 import type { ReplicaSync } from './internal/replica-sync.js';
 import { Keys } from './keys.js';
@@ -22,7 +22,26 @@ export interface CoreSettings {
   sharded: boolean;
   /** `WAIT`/`WAITAOF` after every acquisition, unless an acquire says otherwise. */
   replicaSync?: ReplicaSync | undefined;
+  /** What to do about a `maxmemory-policy` that can evict locks (see `HoldfastOptions.evictionPolicy`). */
+  evictionPolicy: 'warn' | 'refuse' | 'ignore';
 }
+
+/** A warning about the Redis holdfast runs on (the `warning` event). */
+export interface HoldfastWarning {
+  /**
+   * `EVICTION_POLICY`: the server's `maxmemory-policy` can evict locks (and, for `allkeys-*`, fencing counters);
+   * `EVICTION_POLICY_UNKNOWN`: `CONFIG GET maxmemory-policy` was refused (an ACL, a managed Redis), so holdfast
+   * cannot tell.
+   */
+  code: 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN';
+  /** What is wrong and what to do, in one sentence. */
+  message: string;
+  /** The server's policy, when it could be read. */
+  policy?: string;
+}
+
+/** Policies that never evict a key holdfast writes. */
+const SAFE_POLICIES = new Set(['noeviction']);
 
 /** Something `close()` must end: a live hold of any primitive. */
 export interface Closable {
@@ -43,10 +62,15 @@ export class Core {
   #seq = 0;
   #closed = false;
 
+  /** The eviction-policy check: `undefined` before the first acquisition, then its outcome (see {@link Core.ready}). */
+  #policy: Promise<void> | undefined;
+  #policyOk = false;
+
   constructor(
     readonly transport: RedisTransport,
     readonly settings: CoreSettings,
     readonly emitLost: (error: LockLostError) => void,
+    readonly emitWarning: (warning: HoldfastWarning) => void = () => {},
   ) {
     this.keys = new Keys(settings.prefix);
     this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
@@ -65,6 +89,48 @@ export class Core {
   /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (see includes/notify.lua). */
   get publishCommand(): 'publish' | 'spublish' {
     return this.settings.sharded ? 'spublish' : 'publish';
+  }
+
+  /**
+   * Called before every acquisition: the first one reads the server's `maxmemory-policy` once. Returns `undefined`
+   * (nothing to wait for) unless the client refuses an evicting server, in which case acquisitions wait for the check
+   * and reject with {@link EvictionPolicyError} when it fails.
+   */
+  ready(): Promise<void> | undefined {
+    if (this.#policyOk || this.settings.evictionPolicy === 'ignore') return undefined;
+    this.#policy ??= this.#checkPolicy();
+    if (this.settings.evictionPolicy === 'refuse') return this.#policy;
+    this.#policy.catch(() => {
+      /* warned */
+    });
+    return undefined;
+  }
+
+  async #checkPolicy(): Promise<void> {
+    let policy: string | undefined;
+    try {
+      policy = policyOf(await this.command(['CONFIG', 'GET', 'maxmemory-policy']));
+    } catch (error) {
+      if (!isHoldfastError(error) || error.code !== 'SCRIPT_ERROR') {
+        this.#policy = undefined; // a connection problem: ask again at the next acquisition
+        throw error;
+      }
+      // refused (an ACL, or a managed Redis that renames CONFIG): say so once, and go on
+      this.#policyOk = true;
+      this.emitWarning({
+        code: 'EVICTION_POLICY_UNKNOWN',
+        message: `holdfast could not read maxmemory-policy (${(error as Error).message}): make sure it is noeviction, or that this Redis holds no evictable data`,
+      });
+      return;
+    }
+    if (policy === undefined || SAFE_POLICIES.has(policy)) {
+      this.#policyOk = true;
+      return;
+    }
+    const error = new EvictionPolicyError(policy);
+    if (this.settings.evictionPolicy === 'refuse') throw error;
+    this.#policyOk = true;
+    this.emitWarning({ code: 'EVICTION_POLICY', message: error.message, policy });
   }
 
   get closed(): boolean {
@@ -103,4 +169,12 @@ export class Core {
     await Promise.allSettled(holds.map((h) => h.closeHold()));
     await this.notifier.close();
   }
+}
+
+/** The value of `CONFIG GET maxmemory-policy` as RESP2 (a flat array) or RESP3 (a map) reply. */
+function policyOf(reply: unknown): string | undefined {
+  if (Array.isArray(reply)) return reply[1] === undefined ? undefined : String(reply[1]);
+  if (reply instanceof Map) return reply.get('maxmemory-policy') as string | undefined;
+  if (typeof reply === 'object' && reply !== null) return (reply as Record<string, string>)['maxmemory-policy'];
+  return undefined;
 }

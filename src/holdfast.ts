@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
-import { Core, type CoreSettings } from './core.js';
+import { Core, type CoreSettings, type HoldfastWarning } from './core.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
@@ -68,14 +68,36 @@ export interface HoldfastOptions {
    * @default undefined: no replica sync
    */
   replicaSync?: ReplicaSync;
+  /**
+   * What to do when the server's `maxmemory-policy` can evict holdfast's keys (read once, at the first acquisition).
+   * Every `volatile-*` policy can evict a held lock (its key has a TTL), so another client gets it while the holder
+   * still works; every `allkeys-*` policy can also evict a fencing counter, so tokens start again. `'warn'`: emit a
+   * `warning` event (or a process warning when nobody listens) and go on; `'refuse'`: every acquisition rejects with
+   * `EvictionPolicyError`; `'ignore'`: do not check. Use `noeviction`, or a Redis that holds no evictable data.
+   * @default "warn"
+   */
+  evictionPolicy?: 'warn' | 'refuse' | 'ignore';
 }
 
-const OPTION_KEYS = ['redis', 'prefix', 'watchdogLease', 'watchdogInterval', 'commandTimeout', 'releaseMarkerTtl', 'shardedPubSub', 'replicaSync'] as const;
+const OPTION_KEYS = [
+  'redis',
+  'prefix',
+  'watchdogLease',
+  'watchdogInterval',
+  'commandTimeout',
+  'releaseMarkerTtl',
+  'shardedPubSub',
+  'replicaSync',
+  'evictionPolicy',
+] as const;
+const EVICTION_POLICIES = ['warn', 'refuse', 'ignore'] as const;
 
 /** Events a {@link Holdfast} client emits. */
 export interface HoldfastEvents {
   /** A held lock was lost (its `signal` aborted with the same error). */
   lockLost: [error: LockLostError];
+  /** Something about the Redis server can break the guarantees (see {@link HoldfastWarning}). */
+  warning: [warning: HoldfastWarning];
 }
 
 /** Turns a user's client into a transport, or throws a `TypeError` that says what is accepted. */
@@ -120,10 +142,22 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       releaseMarkerTtl: checkDuration(opts.releaseMarkerTtl ?? 60_000, 'options.releaseMarkerTtl', 1000),
       sharded: optBoolean(opts.shardedPubSub, 'options.shardedPubSub') ?? false,
       replicaSync: checkReplicaSync(opts.replicaSync, 'options.replicaSync'),
+      evictionPolicy: opts.evictionPolicy ?? 'warn',
     };
-    this.core = new Core(transport, settings, (error) => {
-      if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);
-    });
+    if (!EVICTION_POLICIES.includes(settings.evictionPolicy)) {
+      throw new TypeError(`options.evictionPolicy must be one of ${EVICTION_POLICIES.join(', ')}, got ${String(opts.evictionPolicy as unknown)}`);
+    }
+    this.core = new Core(
+      transport,
+      settings,
+      (error) => {
+        if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);
+      },
+      (warning) => {
+        if (this.listenerCount('warning') > 0) this.emit('warning', warning);
+        else process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
+      },
+    );
   }
 
   /** The settings in force (defaults filled in). */

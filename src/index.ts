@@ -4,6 +4,7 @@
  * @packageDocumentation
  */
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
+export type { HoldfastWarning } from './core.js';
 export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
 export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
 export {
@@ -40,6 +41,8 @@ export {
   ScriptError,
   QuorumNotReachedError,
   ReplicationNotReachedError,
+  ReleaseFailedError,
+  EvictionPolicyError,
   type NodeResult,
   LoadFailedError,
   type RemoteErrorInfo,

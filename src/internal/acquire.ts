@@ -27,6 +27,8 @@ export interface AcquireParams<O> {
   owner: string;
   /** True when the owner id was minted for this call: it cannot hold the lock yet (no re-entry, nothing to undo). */
   fresh: boolean;
+  /** Await it (when set) before the first attempt: the client's one-time server check (see `Core.ready`). */
+  ready: Promise<void> | undefined;
 }
 
 const NO_OPTIONS = Object.freeze({});
@@ -54,5 +56,5 @@ export function acquireParams<O extends BaseAcquireOptions>(
   const inheritedActive = inherited !== undefined && inherited.active();
   const fresh = opts.owner === undefined && !inheritedActive;
   const owner = opts.owner ?? (inheritedActive ? inherited.owner : core.newOwner());
-  return { options: opts, timeout, fixedLease, leaseMs: fixedLease ?? core.settings.watchdogLease, signal, owner, fresh };
+  return { options: opts, timeout, fixedLease, leaseMs: fixedLease ?? core.settings.watchdogLease, signal, owner, fresh, ready: core.ready() };
 }

@@ -252,7 +252,8 @@ export class FairLock {
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
     const core = this.core;
-    const { owner, fresh, leaseMs, fixedLease, timeout, signal } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
+    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
+    if (ready) await ready;
     const keys = this.keys();
     const channel = core.keys.fairChannel(this.name, core.clientId);
     const t = this.timing;
@@ -290,8 +291,10 @@ export class FairLock {
             heartbeat = this.#heartbeat(channel);
             heartbeat.join(owner);
           }
-          // Sleep until the hand-off message names us; the heartbeat covers a lost message and a dead holder.
-          return { done: false, retryInMs: -1 };
+          // Sleep until the hand-off message names us, or until the holder's lease (or an unclaimed grant) lapses: the
+          // next attempt then hands the lock on at once. The heartbeat covers a lost message.
+          const pttl = reply[1] ?? -1;
+          return { done: false, retryInMs: pttl > 0 ? pttl : -1 };
         },
         onPayload: (payload) => this.#handedOver(owner, Number(payload), queuedAt, leaseMs, fixedLease === undefined),
         onGiveUp: async () => {

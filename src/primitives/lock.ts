@@ -187,6 +187,7 @@ export class Lock {
     const p = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, key);
     const sync = p.options.replicaSync === undefined ? core.settings.replicaSync : checkReplicaSync(p.options.replicaSync, 'options.replicaSync');
     const { owner, fresh, leaseMs, timeout, signal } = p;
+    if (p.ready) await p.ready;
     const watchdog = p.fixedLease === undefined;
     // An owner id minted for this call cannot hold the lock yet: the script takes its two-call path.
     const mayHold = fresh ? '0' : '1';

@@ -112,14 +112,12 @@ export class MultiLock {
    * @throws the signal's reason when `signal` aborts (nothing stays held)
    */
   async acquire(options?: AcquireOptions): Promise<HeldMultiLock> {
-    const held = await this.#acquire(options, undefined);
-    if (!held) throw new AcquireTimeoutError(this.name, 0); // `timeout: 0` and the single attempt found it taken
-    return held;
+    return (await this.#acquire(options, true)) as HeldMultiLock;
   }
 
   /** One attempt at each lock (or a wait of at most `timeout` ms): all of them, or `null` and nothing held. */
   tryAcquire(options?: AcquireOptions): Promise<HeldMultiLock | null> {
-    return this.#acquire(options, 0);
+    return this.#acquire(options, false);
   }
 
   /** Runs `fn` holding every lock and releases them afterwards, also when `fn` throws. */
@@ -129,10 +127,11 @@ export class MultiLock {
     return await fn({ signal: held.signal, tokens: held.tokens, lock: held });
   }
 
-  async #acquire(options: AcquireOptions | undefined, defaultTimeout: number | undefined): Promise<HeldMultiLock | null> {
+  /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
+  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldMultiLock | null> {
     const opts = checkOptions<AcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? defaultTimeout;
+    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const lease = optDuration(opts.lease, 'options.lease');
     const signal = optSignal(opts.signal, 'options.signal');
     if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
@@ -155,7 +154,7 @@ export class MultiLock {
           one = await lock.tryAcquire({ ...each, timeout: Math.max(0, Math.ceil(deadline - now())) });
         }
         if (!one) {
-          if (timeout === 0) return null;
+          if (!required) return null;
           throw new AcquireTimeoutError(this.name, timeout ?? 0);
         }
         held.push(one);

@@ -226,6 +226,8 @@ export class PermitExpirableSemaphore {
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
     const core = this.core;
+    const ready = core.ready();
+    if (ready) await ready;
     const leaseMs = fixedLease ?? core.settings.watchdogLease;
     const permit = await waitFor(core, {
       name: this.name,

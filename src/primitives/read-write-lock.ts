@@ -174,7 +174,8 @@ abstract class Side<H extends LeasedHeld> {
 
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<H | null> {
     const core = this.core;
-    const { owner, fresh, leaseMs, fixedLease, timeout, signal } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.rw.contextKey);
+    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.rw.contextKey);
+    if (ready) await ready;
     const waiting = timeout !== 0;
     const held = await waitFor(core, {
       name: this.name,

@@ -184,6 +184,8 @@ export class Semaphore {
     const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
+    const ready = this.core.ready();
+    if (ready) await ready;
     const taken = await waitFor(this.core, {
       name: this.name,
       channel: this.#channel,

@@ -13,7 +13,10 @@
   ARGV[5] alive time in ms: how long this client counts as alive without a heartbeat
   ARGV[6] least TTL of a grant in ms
   ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
-  Returns {1, token, holdCount} when acquired, re-entered or claimed; {0, -1, queued (1/0)} otherwise.
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
+  Returns {1, token, holdCount} when acquired, re-entered or claimed; otherwise {0, pttl, queued (1/0)}, pttl being
+  what is left of the holder's lease (or of an unclaimed grant): a waiter wakes then at the latest, so a lease that
+  lapses is handed on at once, not at the next heartbeat.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
 ]]
 --- @include "fair-advance"
@@ -36,7 +39,7 @@ if ARGV[4] == '2' then
   return {1, tonumber(v[3]), count}
 end
 if not current then
-  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], nowMs(), tonumber(ARGV[6]))
+  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[6]))
   if not current then
     local token = redis.call('incr', KEYS[2])
     redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
@@ -66,11 +69,12 @@ if ARGV[4] == '1' then
   if redis.call('hsetnx', KEYS[4], owner, ch) == 1 then
     redis.call('rpush', KEYS[3], owner)
   end
-  redis.call('hset', KEYS[5], ch, nowMs() + tonumber(ARGV[5]))
+  redis.call('hset', KEYS[5], ch, redis_now() + tonumber(ARGV[5]))
   local ttl = tonumber(ARGV[7])
   redis.call('pexpire', KEYS[3], ttl)
   redis.call('pexpire', KEYS[4], ttl)
   redis.call('pexpire', KEYS[5], ttl)
 end
--- no retry hint: a queued waiter sleeps until its hand-off message (or its client's heartbeat) wakes it
-return {0, -1, queued}
+-- A queued waiter sleeps until its hand-off message, or until this lease lapses (an expiry publishes nothing): its
+-- next attempt then hands the free lock to the head of the queue.
+return {0, redis.call('pttl', KEYS[1]), queued}

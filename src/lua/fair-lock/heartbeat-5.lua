@@ -11,12 +11,13 @@
   ARGV[2] alive time in ms
   ARGV[3] least TTL of a grant in ms
   ARGV[4] TTL in ms of the queue keys
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {stale, grantee}: stale = 1 when this client had been counted dead (its queue entries may be gone: its
   waiters must try again), grantee = the owner id of this client's waiter the lock is granted to, or false.
 ]]
 --- @include "fair-advance"
 local ch = ARGV[1]
-local now = nowMs()
+local now = redis_now()
 local prev = tonumber(redis.call('hget', KEYS[5], ch) or '0')
 redis.call('hset', KEYS[5], ch, now + tonumber(ARGV[2]))
 local ttl = tonumber(ARGV[4])

@@ -6,11 +6,12 @@
   KEYS[4] waiters: owner id → channel
   KEYS[5] clients: channel → alive-until
   ARGV[1] at most this many waiters to list
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {owner or false, holdCount, token, pttl, lastToken, queueLength, {live waiter owner ids in order}}.
   queueLength counts entries not yet dropped, dead ones included; the list holds only waiters whose client is alive.
 ]]
 --- @include "fair-advance"
-local now = nowMs()
+local now = redis_now()
 local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
 local last = tonumber(redis.call('get', KEYS[2]) or '0')
 local owners = redis.call('lrange', KEYS[3], 0, tonumber(ARGV[1]) - 1)

@@ -7,6 +7,7 @@
   KEYS[5] clients: channel → alive-until
   ARGV[1] owner id
   ARGV[2] least TTL of a grant in ms
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when an unclaimed grant was passed on, else 0.
 ]]
 --- @include "fair-advance"
@@ -17,7 +18,7 @@ redis.call('hdel', KEYS[4], owner)
 local v = redis.call('hmget', KEYS[1], 'o', 'c')
 if v[1] == owner and v[2] == '0' then
   redis.call('del', KEYS[1])
-  advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], nowMs(), tonumber(ARGV[2]))
+  advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[2]))
   return 1
 end
 return 0

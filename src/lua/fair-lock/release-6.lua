@@ -12,6 +12,7 @@
   ARGV[3] '1' to release every hold of this owner at once, '0' for one
   ARGV[4] least TTL of a grant in ms
   ARGV[5] '1' when this is a retry of a request whose reply was lost
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the holds left (0 = released, and handed on if anyone waits), or -1 when this owner does not hold the lock
   (a hold count of 0 is a grant not yet claimed: not held). A retry of a partial release returns what the first run
   returned; a retry of a full release finds the lock gone or handed on (-1), which the client reads as "released"
@@ -34,7 +35,7 @@ if ARGV[3] ~= '1' then
 end
 if left <= 0 then
   redis.call('del', KEYS[1])
-  advance(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], nowMs(), tonumber(ARGV[4]))
+  advance(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], redis_now(), tonumber(ARGV[4]))
   return 0
 end
 redis.call('hset', KEYS[1], 'c', left)

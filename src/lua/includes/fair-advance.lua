@@ -1,13 +1,10 @@
--- Redis' own clock in ms (never the client's).
-local function nowMs()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+--- @include "notify"
+--- @include "redis-now"
 
 -- Hands a free fair lock to the first live waiter of the queue: pops entries until one whose client is still alive
 -- (its alive-until in `clients` is in the future), makes it the owner with hold count 0 ("granted, not yet claimed"),
 -- mints its fencing token, gives the grant a TTL of what is left of its client's alive time (at least `floorMs`), and
--- tells only that waiter, on its client's channel: "+<token>:<owner>". Entries of dead clients are dropped on the way:
+-- tells only that waiter, on its client's channel: "+<token>:<owner>" (through `notify`: SPUBLISH under sharded pub/sub). Entries of dead clients are dropped on the way:
 -- each entry is popped once, so the work per hand-off is O(1) amortized however many wait.
 -- The grant outlives the alive time the waiter's own last queued attempt set (a refresh only moves it later), so the
 -- waiter may count itself the holder from that attempt's send time + the alive time, before it claims (see FairLock).
@@ -26,7 +23,7 @@ local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now,
         local token = redis.call('incr', fenceKey)
         redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
         redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
-        redis.call('publish', ch, '+' .. token .. ':' .. owner)
+        notify(ch, '+' .. token .. ':' .. owner)
         return owner
       end
       redis.call('hdel', clientsKey, ch)
