@@ -145,7 +145,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       evictionPolicy: opts.evictionPolicy ?? 'warn',
     };
     if (!EVICTION_POLICIES.includes(settings.evictionPolicy)) {
-      throw new TypeError(`options.evictionPolicy must be one of ${EVICTION_POLICIES.join(', ')}, got ${String(opts.evictionPolicy as unknown)}`);
+      throw new TypeError(`options.evictionPolicy must be one of ${EVICTION_POLICIES.join(', ')}, got ${String(opts.evictionPolicy)}`);
     }
     this.core = new Core(
       transport,

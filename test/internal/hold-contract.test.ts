@@ -27,9 +27,9 @@ interface Holding {
 interface Kind {
   kind: string;
   /** Takes it (watchdog lease), with a fresh setup for `name`. */
-  take(h: Holdfast, name: string): Promise<Holding>;
+  take: (h: Holdfast, name: string) => Promise<Holding>;
   /** ms left of the hold's lease in Redis, or -1 when it is not held there any more. */
-  left(direct: Redis, h: Holdfast, name: string, held: Holding): Promise<number>;
+  left: (direct: Redis, h: Holdfast, name: string, held: Holding) => Promise<number>;
 }
 
 /** The lease of a key whose TTL is the lease. */
