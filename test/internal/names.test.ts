@@ -1,0 +1,141 @@
+/**
+ * Name rules: an accepted name is well-formed Unicode and never breaks the Redis Cluster hash tag, so two different
+ * names never share a key and all keys of one name share one slot. And `null` is never "the default".
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { Holdfast, MAX_NAME_BYTES, Redlock } from '../../src/index.js';
+import { Keys } from '../../src/keys.js';
+import { checkName } from '../../src/internal/validate.js';
+
+/** CRC16-XMODEM, as Redis Cluster computes it. */
+function crc16(data: Buffer): number {
+  let crc = 0;
+  for (const byte of data) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** The Cluster slot of a key: the hash tag between the first `{` and the next `}` if non-empty, else the whole key. */
+function slotOf(key: string): number {
+  const bytes = Buffer.from(key, 'utf8');
+  const open = bytes.indexOf(0x7b);
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1);
+    if (close > open + 1) return crc16(bytes.subarray(open + 1, close)) % 16384;
+  }
+  return crc16(bytes) % 16384;
+}
+
+/** Every key (and channel) a name can have, by the key builders' names. */
+function keysOf(keys: Keys, name: string): string[] {
+  const builders = Object.getOwnPropertyNames(Keys.prototype).filter((m) => !['constructor', 'base', 'nameOf'].includes(m));
+  return builders.map((m) => (keys as unknown as Record<string, (n: string, extra: string) => string>)[m]!.call(keys, name, 'r7.3'));
+}
+
+/** A small deterministic generator (so a failure names its seed). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const PIECES = ['a', 'Z', '{', '}', ':', '{}', '}{', '\0', ' ', 'é', '锁', '😀', '\uD800', '\uDC00', '\uDBFF', '\uFFFD', 'lock', 'fence', 'rel:', '\n'];
+
+function randomName(next: () => number): string {
+  if (next() < 0.02) return 'x'.repeat(MAX_NAME_BYTES + 1 - Math.floor(next() * 3));
+  const n = 1 + Math.floor(next() * 8);
+  let name = '';
+  for (let i = 0; i < n; i++) name += PIECES[Math.floor(next() * PIECES.length)];
+  return name;
+}
+
+describe('Lock names', () => {
+  test('lone surrogates and a leading "}" are refused with a RangeError naming the character', () => {
+    for (const bad of ['\uD800', '\uDC00', 'a\uD800', 'a\uDBFF', 'x\uDC00y']) {
+      assert.throws(() => checkName(bad), (e: unknown) => e instanceof RangeError && /lone surrogate U\+D[89A-F][0-9A-F]{2}/.test(e.message));
+    }
+    assert.throws(() => checkName('}x'), (e: unknown) => e instanceof RangeError && e.message.includes('"}"'));
+    // a well-formed pair and U+FFFD itself are fine, and distinct
+    assert.equal(checkName('\uD83D\uDE00'), '😀');
+    assert.equal(checkName('\uFFFD'), '\uFFFD');
+  });
+
+  test('property: two different accepted names never share a key; all keys of one name share one Cluster slot', () => {
+    for (const prefix of ['holdfast:', 'app{x}:', '', 'p}', 'a{']) {
+      const keys = new Keys(prefix);
+      const owner = new Map<string, string>();
+      const next = rng(prefix.length * 7919 + 1);
+      let accepted = 0;
+      for (let i = 0; i < 4000; i++) {
+        const name = randomName(next);
+        let ok = true;
+        try {
+          checkName(name);
+        } catch (error) {
+          ok = false;
+          assert.ok(error instanceof RangeError, `a string name is refused with a RangeError, got ${String(error)}`);
+          const why = !name.isWellFormed() || name.startsWith('}') || Buffer.byteLength(name) > MAX_NAME_BYTES;
+          assert.ok(why, `refused without a reason: ${JSON.stringify(name)}`);
+        }
+        if (!ok) continue;
+        accepted++;
+        const all = keysOf(keys, name);
+        const slots = new Set(all.map(slotOf));
+        assert.equal(slots.size, 1, `keys of ${JSON.stringify(name)} under prefix ${JSON.stringify(prefix)} span slots ${[...slots].join(', ')}`);
+        for (const key of all) {
+          const wire = Buffer.from(key, 'utf8').toString('latin1'); // the key as Redis sees it: its UTF-8 bytes
+          const before = owner.get(wire);
+          assert.ok(before === undefined || before === name, `${JSON.stringify(name)} and ${JSON.stringify(before)} share the key ${JSON.stringify(key)}`);
+          owner.set(wire, name);
+        }
+      }
+      assert.ok(accepted > 1000, `enough names were accepted (${accepted})`);
+    }
+  });
+
+  test('a prefix with an empty hash tag is refused', () => {
+    const redis = new Redis({ lazyConnect: true });
+    try {
+      assert.throws(() => new Holdfast({ redis, prefix: 'a{}:' }), RangeError);
+      assert.throws(() => new Holdfast({ redis, prefix: '\uD800' }), RangeError);
+      assert.throws(() => new Holdfast({ redis }).lock('\uDC00'), RangeError);
+      assert.throws(() => new Holdfast({ redis }).fairLock('}x'), RangeError);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe('null is never "the default"', () => {
+  const redis = new Redis({ lazyConnect: true });
+  test('every option of Holdfast, FairLock, Redlock and the acquisitions rejects null with a TypeError', async () => {
+    try {
+      for (const key of ['watchdogLease', 'watchdogInterval', 'commandTimeout', 'releaseMarkerTtl', 'prefix', 'shardedPubSub', 'replicaSync', 'evictionPolicy']) {
+        assert.throws(() => new Holdfast({ redis, [key]: null }), TypeError, `Holdfast ${key}: null`);
+      }
+      const holdfast = new Holdfast({ redis });
+      assert.throws(() => holdfast.fairLock('f', { waiterTimeout: null as unknown as number }), TypeError);
+      assert.throws(() => holdfast.readWriteLock('rw', { writerIntent: null as unknown as number }), TypeError);
+      for (const key of ['prefix', 'nodeTimeout', 'retryCount', 'retryDelay', 'retryJitter', 'watchdogLease', 'watchdogInterval', 'releaseMarkerTtl']) {
+        assert.throws(() => new Redlock({ redis: [redis], [key]: null }), TypeError, `Redlock ${key}: null`);
+      }
+      for (const key of ['timeout', 'lease', 'signal', 'owner', 'replicaSync']) {
+        await assert.rejects(holdfast.lock('l').acquire({ [key]: null }), TypeError, `Lock.acquire ${key}: null`);
+      }
+      for (const key of ['timeout', 'lease', 'signal', 'owner']) {
+        await assert.rejects(holdfast.fairLock('f').tryAcquire({ [key]: null }), TypeError);
+        await assert.rejects(holdfast.readWriteLock('rw').writeLock().acquire({ [key]: null }), TypeError);
+      }
+      await assert.rejects(holdfast.permitExpirableSemaphore('p').acquire(1, { lease: null as unknown as number }), TypeError);
+      await assert.rejects(holdfast.semaphore('s').acquire(1, { timeout: null as unknown as number }), TypeError);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
