@@ -15,8 +15,8 @@
   ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {1, token, holdCount} when acquired, re-entered or claimed; otherwise {0, pttl, queued (1/0)}, pttl being
-  what is left of the holder's lease (or of an unclaimed grant): a waiter wakes then at the latest, so a lease that
-  lapses is handed on at once, not at the next heartbeat.
+  what is left of the holder's lease (at most 50 ms for a grant not claimed yet): a waiter wakes then at the latest,
+  so a lease that lapses is handed on at once, not at the next heartbeat.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
 ]]
 --- @include "fair-advance"
@@ -76,5 +76,10 @@ if ARGV[4] == '1' then
   redis.call('pexpire', KEYS[5], ttl)
 end
 -- A queued waiter sleeps until its hand-off message, or until this lease lapses (an expiry publishes nothing): its
--- next attempt then hands the free lock to the head of the queue.
-return {0, redis.call('pttl', KEYS[1]), queued}
+-- next attempt then hands the free lock to the head of the queue. A grant not claimed yet lives on the grantee's
+-- alive time, but its claim is a round trip away and sets the grantee's own lease: look again soon.
+local pttl = redis.call('pttl', KEYS[1])
+if redis.call('hget', KEYS[1], 'c') == '0' then
+  pttl = math.min(pttl, 50)
+end
+return {0, pttl, queued}

@@ -1,0 +1,43 @@
+/**
+ * FairLock liveness: a holder's fixed lease that lapses with waiters queued is handed to the head at once (a waiter
+ * sleeps at most the holder's remaining lease), not at the next heartbeat.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeEachAdapter } from '../support/suite.js';
+
+describeEachAdapter('FairLock liveness', (ctx) => {
+  test('waiters taking fixed leases they never release get the lock one after another, a lease apart', async () => {
+    const LEASE = 400;
+    const N = 6;
+    const prefix = `fl${Math.random().toString(36).slice(2, 7)}:`;
+    // each waiter on its own client, as separate instances would be; heartbeats every second (the default)
+    const clients = await Promise.all(Array.from({ length: N }, () => ctx.open({ prefix })));
+    const first = await clients[0]!.holdfast.fairLock('lapse').acquire({ lease: LEASE });
+    const t0 = performance.now();
+    const got: { i: number; at: number; token: number }[] = [{ i: 0, at: 0, token: first.token }];
+    await Promise.all(
+      clients.slice(1).map(async ({ holdfast }, j) => {
+        // queue in order
+        await new Promise((r) => setTimeout(r, 20 * j));
+        const held = await holdfast.fairLock('lapse').acquire({ lease: LEASE, timeout: 20_000 });
+        got.push({ i: j + 1, at: performance.now() - t0, token: held.token });
+        // never released: the lease lapses
+      }),
+    );
+    got.sort((a, b) => a.at - b.at);
+    if (process.env.DEBUG_FAIR) console.log(ctx.adapter.name, got.map((g) => Math.round(g.at)).join(" "));
+    const total = got[got.length - 1]!.at;
+    // about N-1 leases; the heartbeat alone (every 1 s) would need about a second per hand-off
+    assert.ok(total < (N - 1) * LEASE + 1200, `the last waiter got the lock after ${Math.round(total)} ms (${N - 1} leases of ${LEASE} ms)`);
+    for (let k = 1; k < got.length; k++) {
+      assert.ok(got[k]!.token > got[k - 1]!.token, 'tokens grow with each hand-off');
+      assert.ok(got[k]!.at - got[k - 1]!.at < LEASE + 500, `hand-off ${k} took ${Math.round(got[k]!.at - got[k - 1]!.at)} ms`);
+    }
+    assert.deepEqual(
+      got.map((g) => g.i),
+      Array.from({ length: N }, (_, i) => i),
+      'FIFO order',
+    );
+  });
+});
