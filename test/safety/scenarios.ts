@@ -238,6 +238,35 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'release-refused',
+    title: "the holder's link goes down as its release is sent (it never reaches Redis) and stays down 0.3–0.8 s",
+    backend: 'holdfast',
+    workers: 4,
+    worker: { workMs: 10, usesPerGrant: 3 },
+    durationMs: 15_000,
+    quickMs: 6_000,
+    // the release is given up and the lock frees within its lease (1 s), not kept alive by the watchdog
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      const sha = scripts['lock/release'].sha;
+      await every(ctx, 300, 700, async () => {
+        const h = await ctx.holder(1000);
+        const proxy = h?.proxies[0];
+        if (!h || !proxy) return;
+        const before = proxy.cuts;
+        proxy.cutBefore(sha);
+        await ctx.sleep(1000);
+        if (proxy.cuts > before) {
+          const from = ctx.now();
+          await ctx.sleep(300 + ctx.random() * 500);
+          ctx.record({ kind: 'cut', target: h.id, from, to: ctx.now() });
+        }
+        proxy.heal();
+      });
+    },
+  },
+  {
     name: 'slow-extend',
     title: 'fixed 400 ms lease extended near its end through a proxy adding 0–60 ms per request',
     backend: 'holdfast',

@@ -40,7 +40,7 @@ export class FaultProxy {
     down: { delayMs: 0, jitterMs: 0, blackhole: false, paused: false },
   };
   #refusing = false;
-  #cutOn: { pattern: Buffer; left: number; afterReply: boolean } | undefined;
+  #cutOn: { pattern: Buffer; left: number; afterReply: boolean; before: boolean } | undefined;
   #random: () => number = Math.random;
   /** How many connections were cut by `cut()` or `cutAfter()`. */
   cuts = 0;
@@ -111,7 +111,16 @@ export class FaultProxy {
    * when the server's next reply arrives (dropped): the request surely ran, only its reply is lost.
    */
   cutAfter(pattern: string | Buffer, count = 1, options: { afterReply?: boolean } = {}): void {
-    this.#cutOn = { pattern: Buffer.from(pattern), left: count, afterReply: options.afterReply ?? false };
+    this.#cutOn = { pattern: Buffer.from(pattern), left: count, afterReply: options.afterReply ?? false, before: false };
+  }
+
+  /**
+   * Arms a one-shot cut *before* a request: the next client → server chunk that contains `pattern` is dropped (it never
+   * reaches the server), its connection is destroyed, and new connections are refused until `heal()` — a request sent
+   * into a link that just went down.
+   */
+  cutBefore(pattern: string | Buffer): void {
+    this.#cutOn = { pattern: Buffer.from(pattern), left: 1, afterReply: false, before: true };
   }
 
   /** Ends every fault (delay, black hole, pause, refusal, armed cut). */
@@ -160,9 +169,15 @@ export class FaultProxy {
       return;
     }
     if (direction === 'up' && this.#cutOn && chunk.includes(this.#cutOn.pattern)) {
-      const afterReply = this.#cutOn.afterReply;
+      const { afterReply, before } = this.#cutOn;
       this.#cutOn.left--;
       if (this.#cutOn.left <= 0) this.#cutOn = undefined;
+      if (before) {
+        this.#refusing = true;
+        this.cuts++;
+        this.#close(link);
+        return;
+      }
       if (afterReply) {
         link.cutOnReply = true;
         link.server.write(chunk);
