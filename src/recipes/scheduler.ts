@@ -276,7 +276,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     const at = checkTick(tick);
     const opts = checkOptions<ClaimOptions>(options);
     checkKnownKeys(opts, CLAIM_KEYS);
-    const locks = this.#locks(opts, true);
+    const locks = this.#locks(opts);
     if (opts.schedule !== undefined && typeof opts.schedule !== 'string') throw new TypeError(`options.schedule must be a string, got ${typeof opts.schedule}`);
     this.#core.assertOpen();
     if (this.#stopped) throw new Error('the scheduler was stopped');
@@ -296,7 +296,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const opts = checkOptions<ClaimOptions>(options);
     checkKnownKeys(opts, CLAIM_KEYS);
-    const locks = this.#locks(opts, true);
+    const locks = this.#locks(opts);
     if (opts.schedule !== undefined && typeof opts.schedule !== 'string') throw new TypeError(`options.schedule must be a string, got ${typeof opts.schedule}`);
     this.#core.assertOpen();
     if (this.#stopped) throw new Error('the scheduler was stopped');
@@ -436,13 +436,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
   }
 
   /** Lock durations from options, validated, falling back to this scheduler's. */
-  #locks(opts: { lockAtMostFor?: number; lockAtLeastFor?: number }, clampAtLeast = false): JobLocks {
+  #locks(opts: { lockAtMostFor?: number; lockAtLeastFor?: number }): JobLocks {
     const lockAtMostFor = optDuration(opts.lockAtMostFor, 'options.lockAtMostFor') ?? this.#defaults.lockAtMostFor;
-    const given = optDuration(opts.lockAtLeastFor, 'options.lockAtLeastFor', 0);
-    const lockAtLeastFor = given ?? Math.min(this.#defaults.lockAtLeastFor, lockAtMostFor);
-    if (lockAtLeastFor > lockAtMostFor && !(clampAtLeast && given === undefined)) {
-      throw new RangeError(`options.lockAtLeastFor (${lockAtLeastFor}) must not exceed options.lockAtMostFor (${lockAtMostFor})`);
-    }
+    // the scheduler's lockAtLeastFor is capped at a shorter lockAtMostFor; one given with the job must fit
+    const lockAtLeastFor = optDuration(opts.lockAtLeastFor, 'options.lockAtLeastFor', 0) ?? Math.min(this.#defaults.lockAtLeastFor, lockAtMostFor);
+    if (lockAtLeastFor > lockAtMostFor) throw new RangeError(`options.lockAtLeastFor (${lockAtLeastFor}) must not exceed options.lockAtMostFor (${lockAtMostFor})`);
     return { lockAtMostFor, lockAtLeastFor };
   }
 }
