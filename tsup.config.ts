@@ -2,7 +2,13 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', 'zookeeper/index': 'src/zookeeper/index.ts' },
+    entry: {
+      index: 'src/index.ts',
+      'zookeeper/index': 'src/zookeeper/index.ts',
+      'integrations/node-cron': 'src/integrations/node-cron.ts',
+      'integrations/cron': 'src/integrations/cron.ts',
+      'integrations/nestjs': 'src/integrations/nestjs.ts',
+    },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,

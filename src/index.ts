@@ -62,7 +62,12 @@ export type { ReplicaSync } from './internal/replica-sync.js';
 export {
   Scheduler,
   ScheduledJob,
+  JobClaim,
   type SchedulerOptions,
+  type ClaimOptions,
+  type JobLocks,
+  type MissedTicks,
+  type RunOutcome,
   type SchedulerEvents,
   type JobOptions,
   type JobContext,

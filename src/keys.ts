@@ -15,7 +15,7 @@
  * | `holdfast:{orders:42}:fair:w`    | hash   | refreshed by waiters| fair lock: owner → its client's channel |
  * | `holdfast:{orders:42}:fair:p`    | hash   | refreshed by waiters| fair lock: client channel → alive-until (Redis ms) |
  * | `holdfast:{orders:42}:fair:ch:<client>` | channel | —         | fair lock hand-offs to that client |
- * | `holdfast:{nightly}:job`         | hash   | lock + tick memory  | scheduler claim/finish  |
+ * | `holdfast:{nightly}:job`         | hash   | 7 days after a claim| scheduler claim/finish  |
  * | `holdfast:{user:7}:cv`           | string | the value's `ttl`   | getOrLoad fill          |
  * | `holdfast:{user:7}:cl`           | hash   | the load lease      | getOrLoad claim         |
  * | `holdfast:{user:7}:ce`           | hash   | the load lease      | getOrLoad failure       |

@@ -11,6 +11,7 @@ import { demoCommand } from './demo/run.js';
 import { demoWorker } from './demo/worker.js';
 import { execCommand } from './exec.js';
 import { inspectCommand, listCommand, unlockCommand } from './inspect.js';
+import { jobsCommand } from './jobs.js';
 
 const HELP = `Usage: holdfast <command> [options]
 
@@ -22,6 +23,7 @@ Commands:
   inspect <lock>           who holds a lock: owner, hold count, remaining lease, fencing token
   list                     every lock held now
   unlock --force <lock>    delete a lock whoever holds it
+  jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
   demo                     the five Redis lock schemes of the seeds and holdfast, side by side under faults
 
 Run \`holdfast <command> --help\` for a command's options and examples.
@@ -39,6 +41,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   inspect: inspectCommand,
   list: listCommand,
   unlock: unlockCommand,
+  jobs: jobsCommand,
   demo: demoCommand,
   __demo_worker: demoWorker,
 };

@@ -1,18 +1,26 @@
 /**
- * Scheduled jobs that run once per tick across any number of instances (C16), with ShedLock's `lockAtMostFor` /
+ * Scheduled jobs that run once per tick across any number of instances, with ShedLock's `lockAtMostFor` /
  * `lockAtLeastFor`. Every instance computes the same ticks from the cron expression (croner parses it); at a tick
  * each one asks Redis, in one script, to claim that tick: the first claim wins, the others see the tick recorded
  * (or the lock still held) and skip.
  *
+ * The same claim serves the adapters for node-cron, `cron` and `@nestjs/schedule` (`holdfast/node-cron`,
+ * `holdfast/cron`, `holdfast/nestjs`) through {@link Scheduler.claim} and {@link Scheduler.run}.
+ *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Cron } from 'croner';
 import type { Closable, Core } from '../core.js';
+import { ScriptError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optFunction } from '../internal/validate.js';
 import { scripts } from '../lua/scripts.gen.js';
+
+/** What to do with ticks missed while this instance was blocked or Redis was unreachable. */
+export type MissedTicks = 'skip' | 'run-latest';
 
 /** Options of {@link Scheduler} (defaults for its jobs). */
 export interface SchedulerOptions {
@@ -36,6 +44,23 @@ export interface SchedulerOptions {
    */
   timezone?: string;
   /**
+   * Ticks missed while this instance was blocked (its timer fired more than `missedTickTolerance` late: a long GC
+   * pause, a blocked event loop, a suspended VM) or while Redis was unreachable (the claim failed):
+   *
+   * - `'skip'`: skip them all; the job runs again at its next tick.
+   * - `'run-latest'`: run the latest missed tick once, as soon as this instance can: at once after a block; after a
+   *   failed claim, by claiming it again (every 0.5 s, doubling up to 30 s) until Redis answers or the next tick is
+   *   due. Across instances it still runs at most once (the tick's claim decides).
+   * @default 'skip'
+   */
+  missedTicks?: MissedTicks;
+  /**
+   * How late, in ms, a tick's timer may fire and still run as an ordinary tick; later, the tick counts as missed
+   * (see `missedTicks`).
+   * @default 1000
+   */
+  missedTickTolerance?: number;
+  /**
    * Keep the process alive while jobs are scheduled. By default the timers are unref'd: your Redis connection
    * usually keeps the process alive anyway, and closing it lets the process exit.
    * @default false
@@ -44,11 +69,12 @@ export interface SchedulerOptions {
   /**
    * Called for every failed run (the job threw) and every tick that could not be claimed or finished because Redis
    * failed. The schedule goes on. Also emitted as the `jobError` event; with neither, errors go to `console.error`.
+   * @default undefined (the `jobError` event, else `console.error`)
    */
   onError?: (error: unknown, info: JobRunInfo) => void;
 }
 
-const SCHEDULER_KEYS = ['lockAtMostFor', 'lockAtLeastFor', 'timezone', 'keepAlive', 'onError'] as const;
+const SCHEDULER_KEYS = ['lockAtMostFor', 'lockAtLeastFor', 'timezone', 'missedTicks', 'missedTickTolerance', 'keepAlive', 'onError'] as const;
 
 /** Options of one job (override the scheduler's). */
 export interface JobOptions {
@@ -58,9 +84,25 @@ export interface JobOptions {
   lockAtLeastFor?: number;
   /** See {@link SchedulerOptions.timezone}. @default the scheduler's */
   timezone?: string;
+  /** See {@link SchedulerOptions.missedTicks}. @default the scheduler's ('skip') */
+  missedTicks?: MissedTicks;
+  /** See {@link SchedulerOptions.missedTickTolerance}. @default the scheduler's (1000) */
+  missedTickTolerance?: number;
 }
 
-const JOB_KEYS = ['lockAtMostFor', 'lockAtLeastFor', 'timezone'] as const;
+const JOB_KEYS = ['lockAtMostFor', 'lockAtLeastFor', 'timezone', 'missedTicks', 'missedTickTolerance'] as const;
+
+/** Options of {@link Scheduler.claim} and {@link Scheduler.run}. */
+export interface ClaimOptions {
+  /** See {@link SchedulerOptions.lockAtMostFor}. @default the scheduler's (60000) */
+  lockAtMostFor?: number;
+  /** See {@link SchedulerOptions.lockAtLeastFor}. Must not exceed `lockAtMostFor`. @default the scheduler's (0), at most `lockAtMostFor` */
+  lockAtLeastFor?: number;
+  /** The job's schedule as `holdfast jobs` shows it, e.g. a cron expression. @default '' (keeps the one recorded) */
+  schedule?: string;
+}
+
+const CLAIM_KEYS = ['lockAtMostFor', 'lockAtLeastFor', 'schedule'] as const;
 
 /** What a job function receives. */
 export interface JobContext {
@@ -88,8 +130,16 @@ export interface JobRunInfo {
   phase: 'run' | 'claim' | 'finish';
 }
 
-/** Why this instance did not run a tick. */
-export type SkipReason = 'claimed-elsewhere' | 'locked' | 'running-here';
+/**
+ * Why this instance did not run a tick: another instance claimed it, an earlier run (on any instance) still holds
+ * the job, a run of it is still going here, or the tick was missed (see {@link SchedulerOptions.missedTicks}).
+ */
+export type SkipReason = 'claimed-elsewhere' | 'locked' | 'running-here' | 'missed';
+
+/** What {@link Scheduler.run} did. */
+export type RunOutcome =
+  | { readonly ran: true; readonly durationMs: number; readonly error: unknown }
+  | { readonly ran: false; readonly reason: Exclude<SkipReason, 'missed' | 'running-here'> | 'claim-failed' };
 
 /** Events of a {@link Scheduler}. */
 export interface SchedulerEvents {
@@ -103,15 +153,20 @@ export interface SchedulerEvents {
 
 /** How long a job's tick record is kept after a run at least: instances whose clocks differ by less never re-run it. */
 const TICK_MEMORY_MS = 60_000;
+/** How long a job's record (last run, by whom, how long, error) is kept after its last claim: `holdfast jobs`. */
+export const JOB_RECORD_MS = 7 * 24 * 3_600_000;
 /** Longest single timer: later ticks are reached in steps (a Node timer cannot hold more than ~24.8 days). */
 const MAX_SLEEP_MS = 3_600_000;
+/** Longest error message kept in a job's record. */
+const MAX_ERROR_CHARS = 300;
 
 /**
  * Runs cron-scheduled functions once per tick across every instance that schedules the same job name. Get one from
  * `holdfast.scheduler(options)`.
  *
  * A tick is skipped, not queued, when the previous run (on any instance) still holds the job. Ticks missed while the
- * process was blocked are skipped too. A run that throws is reported (`jobError`) and the schedule goes on.
+ * process was blocked or Redis was unreachable are skipped too, unless `missedTicks: 'run-latest'`. A run that throws
+ * is reported (`jobError`) and the schedule goes on.
  *
  * @example
  * ```ts
@@ -127,8 +182,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
   readonly #core: Core;
   readonly #defaults: Required<Omit<SchedulerOptions, 'timezone' | 'onError'>> & Pick<SchedulerOptions, 'timezone' | 'onError'>;
   readonly #jobs = new Map<string, ScheduledJob>();
+  readonly #runs = new Set<Promise<unknown>>();
   readonly #stopController = new AbortController();
   #stopped = false;
+  #fingerprint: string | undefined;
 
   /** @internal */
   constructor(core: Core, options?: SchedulerOptions) {
@@ -144,6 +201,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     this.#defaults = {
       lockAtMostFor,
       lockAtLeastFor,
+      missedTicks: checkMissedTicks(opts.missedTicks, 'options.missedTicks') ?? 'skip',
+      missedTickTolerance: optDuration(opts.missedTickTolerance, 'options.missedTickTolerance', 0) ?? 1000,
       keepAlive: optBoolean(opts.keepAlive, 'options.keepAlive') ?? false,
       ...(timezone === undefined ? {} : { timezone }),
       ...(onError === undefined ? {} : { onError }),
@@ -153,6 +212,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
   /** The jobs scheduled and not stopped. */
   get jobs(): readonly ScheduledJob[] {
     return [...this.#jobs.values()];
+  }
+
+  /**
+   * This instance's fingerprint: a short hash of its holdfast client's random id, recorded with every run it makes
+   * and shown by `holdfast jobs`. Log it at start-up to tell which instance ran a job.
+   */
+  get fingerprint(): string {
+    this.#fingerprint ??= createHash('sha256').update(this.#core.clientId).digest('hex').slice(0, 8);
+    return this.#fingerprint;
   }
 
   /**
@@ -168,10 +236,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const opts = checkOptions<JobOptions>(options);
     checkKnownKeys(opts, JOB_KEYS);
-    const lockAtMostFor = optDuration(opts.lockAtMostFor, 'options.lockAtMostFor') ?? this.#defaults.lockAtMostFor;
-    const lockAtLeastFor = optDuration(opts.lockAtLeastFor, 'options.lockAtLeastFor', 0) ?? Math.min(this.#defaults.lockAtLeastFor, lockAtMostFor);
-    if (lockAtLeastFor > lockAtMostFor) throw new RangeError(`options.lockAtLeastFor (${lockAtLeastFor}) must not exceed options.lockAtMostFor (${lockAtMostFor})`);
+    const { lockAtMostFor, lockAtLeastFor } = this.#locks(opts);
     const timezone = checkTimezone(opts.timezone, 'options.timezone') ?? this.#defaults.timezone;
+    const missedTicks = checkMissedTicks(opts.missedTicks, 'options.missedTicks') ?? this.#defaults.missedTicks;
+    const missedTickTolerance = optDuration(opts.missedTickTolerance, 'options.missedTickTolerance', 0) ?? this.#defaults.missedTickTolerance;
     let pattern: Cron;
     try {
       // Without a callback croner only parses and computes; holdfast keeps the timers.
@@ -184,11 +252,62 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     if (this.#stopped) throw new Error('the scheduler was stopped');
     this.#core.assertOpen();
     if (this.#jobs.has(name)) throw new Error(`a job named "${name}" is already scheduled on this scheduler`);
-    const job = new ScheduledJob(this, name, cron, pattern, fn, { lockAtMostFor, lockAtLeastFor });
+    const job = new ScheduledJob(this, name, cron, pattern, fn, { lockAtMostFor, lockAtLeastFor }, { missedTicks, missedTickTolerance });
     this.#jobs.set(name, job);
     this.#core.holds.add(this);
     job.start();
     return job;
+  }
+
+  /**
+   * Claims one tick of the job `name` for this instance, the way a scheduled job's tick is claimed: resolves a
+   * {@link JobClaim} when this instance won it (run the job, then `finish()` the claim), or `null` when another
+   * instance claimed it or an earlier run still holds the job (a `skip` event says which). For schedulers other than
+   * holdfast's own: the node-cron, `cron` and NestJS adapters are built on it.
+   *
+   * A claim whose reply does not come within `commandTimeout` rejects, and is undone behind itself on the same
+   * connection, so a claim that a stalled Redis runs late never leaves the job locked.
+   * @param tick the tick's scheduled time: the same on every instance for the same tick
+   * @throws {TypeError | RangeError} for a bad name, tick or option
+   * @throws {RedisConnectionError} when Redis did not answer (nothing is left locked)
+   */
+  async claim(name: string, tick: Date | number, options?: ClaimOptions): Promise<JobClaim | null> {
+    checkName(name);
+    const at = checkTick(tick);
+    const opts = checkOptions<ClaimOptions>(options);
+    checkKnownKeys(opts, CLAIM_KEYS);
+    const locks = this.#locks(opts);
+    if (opts.schedule !== undefined && typeof opts.schedule !== 'string') throw new TypeError(`options.schedule must be a string, got ${typeof opts.schedule}`);
+    this.#core.assertOpen();
+    if (this.#stopped) throw new Error('the scheduler was stopped');
+    const claim = await this.claimTick(name, at, locks, opts.schedule ?? '');
+    return claim instanceof JobClaim ? claim : null;
+  }
+
+  /**
+   * Claims a tick of `name` ({@link Scheduler.claim}) and, when this instance won it, runs `fn` and finishes the
+   * claim. Never rejects for the job's or Redis' failures: a throwing `fn` and a failed claim or finish are reported
+   * (`onError`, `jobError`) and said in the outcome. `stop()` and `holdfast.close()` wait for it.
+   * @throws {TypeError | RangeError} for a bad name, tick, function or option
+   */
+  async run(name: string, tick: Date | number, fn: JobFunction, options?: ClaimOptions): Promise<RunOutcome> {
+    checkName(name);
+    const at = checkTick(tick);
+    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
+    const opts = checkOptions<ClaimOptions>(options);
+    checkKnownKeys(opts, CLAIM_KEYS);
+    const locks = this.#locks(opts);
+    if (opts.schedule !== undefined && typeof opts.schedule !== 'string') throw new TypeError(`options.schedule must be a string, got ${typeof opts.schedule}`);
+    this.#core.assertOpen();
+    if (this.#stopped) throw new Error('the scheduler was stopped');
+    this.#core.holds.add(this);
+    const run = this.runTick(name, at, fn, locks, opts.schedule ?? '');
+    this.#runs.add(run);
+    try {
+      return await run;
+    } finally {
+      this.#runs.delete(run);
+    }
   }
 
   /**
@@ -202,7 +321,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
     this.#stopped = true;
     if (abort && !this.#stopController.signal.aborted) this.#stopController.abort(new DOMException('the scheduler was stopped', 'AbortError'));
     const jobs = [...this.#jobs.values()];
-    await Promise.all(jobs.map((job) => job.stop()));
+    await Promise.all([...jobs.map((job) => job.stop()), ...[...this.#runs].map((r) => r.catch(() => {}))]);
     this.#core.holds.delete(this);
   }
 
@@ -226,7 +345,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
   /** @internal */
   forget(job: ScheduledJob): void {
     if (this.#jobs.get(job.name) === job) this.#jobs.delete(job.name);
-    if (this.#jobs.size === 0 && !this.#stopped) this.#core.holds.delete(this);
+    if (this.#jobs.size === 0 && this.#runs.size === 0 && !this.#stopped) this.#core.holds.delete(this);
   }
   /** @internal Emits an event; a listener that throws never escapes into a timer or a run. */
   notify<K extends 'run' | 'skip'>(event: K, ...args: SchedulerEvents[K]): void {
@@ -246,12 +365,165 @@ export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable
       /* a reporter's own bug must not escape a timer */
     }
   }
+
+  /**
+   * @internal Claims `tick` of `name`: the claim, or why not (after a `skip` event). On a failed claim, the owner-checked abandon goes out right behind it on the
+   * same connection: Redis runs commands of one connection in order, so if the claim still runs (a stalled server
+   * that resumes), the abandon undoes it at once instead of leaving an owner that will never run nor finish the job.
+   */
+  async claimTick(name: string, tick: number, locks: JobLocks, schedule: string): Promise<JobClaim | 'locked' | 'claimed-elsewhere'> {
+    const core = this.#core;
+    const key = core.keys.job(name);
+    const owner = core.newOwner();
+    const sentAt = now();
+    let claimed: number[];
+    try {
+      claimed = (await core.run(scripts['scheduler/claim'], [key], [
+        String(tick),
+        owner,
+        locks.lockAtMostFor,
+        Math.max(TICK_MEMORY_MS, locks.lockAtLeastFor),
+        this.fingerprint,
+        schedule,
+        JOB_RECORD_MS,
+      ])) as number[];
+    } catch (error) {
+      if (!(error instanceof ScriptError)) {
+        // No reply: the claim may still be queued on the connection (or resent after a reconnect).
+        core.run(scripts['scheduler/abandon'], [key], [owner], Math.max(core.settings.commandTimeout, locks.lockAtMostFor)).catch(() => {});
+      }
+      throw error;
+    }
+    if (claimed[0] !== 1) {
+      const reason = (claimed[1] ?? 0) > 0 ? 'locked' : 'claimed-elsewhere';
+      this.notify('skip', { name, tick: new Date(tick), reason });
+      return reason;
+    }
+    return new JobClaim(this, name, new Date(tick), owner, locks, sentAt);
+  }
+
+  /** @internal Claims, runs `fn` if claimed, finishes; reports failures, never rejects. */
+  async runTick(name: string, tick: number, fn: JobFunction, locks: JobLocks, schedule: string, onClaimFailed?: (error: unknown) => void): Promise<RunOutcome> {
+    const tickDate = new Date(tick);
+    let claim: JobClaim | 'locked' | 'claimed-elsewhere';
+    try {
+      claim = await this.claimTick(name, tick, locks, schedule);
+    } catch (error) {
+      this.report(error, { name, tick: tickDate, phase: 'claim' });
+      onClaimFailed?.(error);
+      return { ran: false, reason: 'claim-failed' };
+    }
+    if (!(claim instanceof JobClaim)) return { ran: false, reason: claim };
+    const started = now();
+    let error: unknown;
+    let failed = false;
+    try {
+      await fn({ name, tick: tickDate, signal: claim.signal });
+    } catch (e) {
+      failed = true;
+      error = e;
+      this.report(e, { name, tick: tickDate, phase: 'run' });
+    }
+    const durationMs = Math.round(now() - started);
+    if (!failed) this.notify('run', { name, tick: tickDate, durationMs });
+    try {
+      await claim.finish(failed ? { error } : undefined);
+    } catch (e) {
+      // The lock lapses by itself after lockAtMostFor.
+      this.report(e, { name, tick: tickDate, phase: 'finish' });
+    }
+    return { ran: true, durationMs, error };
+  }
+
+  /** Lock durations from options, validated, falling back to this scheduler's. */
+  #locks(opts: { lockAtMostFor?: number; lockAtLeastFor?: number }): JobLocks {
+    const lockAtMostFor = optDuration(opts.lockAtMostFor, 'options.lockAtMostFor') ?? this.#defaults.lockAtMostFor;
+    // the scheduler's lockAtLeastFor is capped at a shorter lockAtMostFor; one given with the job must fit
+    const lockAtLeastFor = optDuration(opts.lockAtLeastFor, 'options.lockAtLeastFor', 0) ?? Math.min(this.#defaults.lockAtLeastFor, lockAtMostFor);
+    if (lockAtLeastFor > lockAtMostFor) throw new RangeError(`options.lockAtLeastFor (${lockAtLeastFor}) must not exceed options.lockAtMostFor (${lockAtMostFor})`);
+    return { lockAtMostFor, lockAtLeastFor };
+  }
+}
+
+/** A job's lock durations in ms. */
+export interface JobLocks {
+  /** See {@link SchedulerOptions.lockAtMostFor}. */
+  readonly lockAtMostFor: number;
+  /** See {@link SchedulerOptions.lockAtLeastFor}. */
+  readonly lockAtLeastFor: number;
+}
+
+/**
+ * One tick of a job claimed by this instance ({@link Scheduler.claim}): run the job, then {@link JobClaim.finish}.
+ * An instance that crashes before finishing frees the job after `lockAtMostFor`.
+ */
+export class JobClaim {
+  readonly #scheduler: Scheduler;
+  readonly #owner: string;
+  readonly #lease: Lease;
+  readonly #started = now();
+  #finished: Promise<boolean> | undefined;
+  /**
+   * Aborts when the run must stop: `lockAtMostFor` is about to run out (reason: `LockLostError`), or the scheduler
+   * is stopped with `{ abort: true }` or its holdfast client is closed.
+   */
+  readonly signal: AbortSignal;
+
+  /** @internal */
+  constructor(
+    scheduler: Scheduler,
+    /** The job's name. */
+    readonly name: string,
+    /** The claimed tick. */
+    readonly tick: Date,
+    owner: string,
+    /** The claim's lock durations in ms. */
+    readonly locks: JobLocks,
+    sentAt: number,
+  ) {
+    this.#scheduler = scheduler;
+    this.#owner = owner;
+    // The signal aborts before lockAtMostFor can lapse in Redis (a fixed lease, never renewed).
+    this.#lease = new Lease({
+      name: `job:${name}`,
+      leaseMs: locks.lockAtMostFor,
+      renewEveryMs: undefined,
+      sentAt,
+      renew: async () => false,
+      onLost: () => {
+        /* the run's signal says it; nothing else holds this lease */
+      },
+    });
+    this.signal = AbortSignal.any([this.#lease.signal, scheduler.stopSignal]);
+  }
+
+  /**
+   * Ends the run: the job stays locked until `lockAtLeastFor` after the claim, then any instance may claim a later
+   * tick. Records the run (duration, and `error`'s message when given) for `holdfast jobs`. Idempotent: later calls
+   * return the first one's promise.
+   * @returns true when this claim still held the job, false when `lockAtMostFor` had lapsed (or it was force-cleared)
+   * @throws {RedisConnectionError} when Redis did not answer (the lock then lapses after `lockAtMostFor`)
+   */
+  finish(options?: { error?: unknown }): Promise<boolean> {
+    if (this.#finished) return this.#finished;
+    this.#lease.stop();
+    const opts = checkOptions<{ error?: unknown }>(options);
+    checkKnownKeys(opts, ['error']);
+    const message = 'error' in opts ? errorMessage(opts.error) : '';
+    const durationMs = Math.round(now() - this.#started);
+    const core = this.#scheduler.core;
+    this.#finished = core
+      .run(scripts['scheduler/finish'], [core.keys.job(this.name)], [this.#owner, this.locks.lockAtLeastFor, durationMs, message, JOB_RECORD_MS])
+      .then((reply) => reply === 1);
+    return this.#finished;
+  }
 }
 
 /** One scheduled job. */
 export class ScheduledJob {
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
   #nextTick: number | undefined;
   #stopped = false;
   #runs = 0;
@@ -266,7 +538,9 @@ export class ScheduledJob {
     private readonly pattern: Cron,
     private readonly fn: JobFunction,
     /** The job's lock durations in ms. */
-    readonly locks: { lockAtMostFor: number; lockAtLeastFor: number },
+    readonly locks: JobLocks,
+    /** What the job does with missed ticks. */
+    readonly missed: { readonly missedTicks: MissedTicks; readonly missedTickTolerance: number },
   ) {}
 
   /** The next tick this instance will try to claim, or `null` when none is left (or the job was stopped). */
@@ -291,6 +565,7 @@ export class ScheduledJob {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#retry);
     this.#timer = undefined;
     this.scheduler.forget(this);
     await this.#running;
@@ -323,69 +598,55 @@ export class ScheduledJob {
   }
 
   #fire(tick: number): void {
-    // Next tick first, from the later of this tick and now: ticks missed while the process was blocked are skipped.
-    this.#arm(Math.max(tick, Date.now()));
+    const at = Date.now();
+    // Next tick first, from the later of this tick and now: ticks that fell due meanwhile are not queued.
+    this.#arm(Math.max(tick, at));
+    clearTimeout(this.#retry); // a newer tick supersedes a retry of an older one
+    if (at - tick > this.missed.missedTickTolerance) {
+      // The timer fired late: the process was blocked (GC, a busy event loop, a suspended VM) past this tick.
+      if (this.missed.missedTicks === 'skip') {
+        this.scheduler.notify('skip', { name: this.name, tick: new Date(tick), reason: 'missed' });
+        return;
+      }
+      tick = this.pattern.previousRuns(1, new Date(at + 1))[0]?.getTime() ?? tick;
+    }
+    this.#start(tick, 0);
+  }
+
+  #start(tick: number, attempt: number): void {
+    if (this.#stopped) return;
     if (this.#running) {
       this.scheduler.notify('skip', { name: this.name, tick: new Date(tick), reason: 'running-here' });
       return;
     }
-    const run = this.#runTick(tick)
-      .catch((error: unknown) => this.scheduler.report(error, { name: this.name, tick: new Date(tick), phase: 'run' }))
+    const run = this.scheduler
+      .runTick(
+        this.name,
+        tick,
+        (context) => {
+          this.#runs++;
+          return this.fn(context);
+        },
+        this.locks,
+        this.cron,
+        () => this.#retryLater(tick, attempt),
+      )
       .finally(() => {
         if (this.#running === run) this.#running = undefined;
       });
     this.#running = run;
   }
 
-  async #runTick(tick: number): Promise<void> {
-    const core = this.scheduler.core;
-    const key = core.keys.job(this.name);
-    const owner = core.newOwner();
-    const { lockAtMostFor, lockAtLeastFor } = this.locks;
-    const tickDate = new Date(tick);
-    const sentAt = now();
-    let claimed: number[];
-    try {
-      claimed = (await core.run(scripts['scheduler/claim'], [key], [String(tick), owner, lockAtMostFor, Math.max(TICK_MEMORY_MS, lockAtLeastFor)])) as number[];
-    } catch (error) {
-      this.scheduler.report(error, { name: this.name, tick: tickDate, phase: 'claim' });
-      return;
-    }
-    if (claimed[0] !== 1) {
-      const reason: SkipReason = (claimed[1] ?? 0) > 0 ? 'locked' : 'claimed-elsewhere';
-      this.scheduler.notify('skip', { name: this.name, tick: tickDate, reason });
-      return;
-    }
-    // The run's signal aborts before lockAtMostFor can lapse in Redis (a fixed lease, never renewed).
-    const lease = new Lease({
-      name: `job:${this.name}`,
-      leaseMs: lockAtMostFor,
-      renewEveryMs: undefined,
-      sentAt,
-      renew: async () => false,
-      onLost: () => {
-        /* the run's signal says it; nothing else holds this lease */
-      },
-    });
-    const signal = AbortSignal.any([lease.signal, this.scheduler.stopSignal]);
-    const started = now();
-    let failed = false;
-    this.#runs++;
-    try {
-      await this.fn({ name: this.name, tick: tickDate, signal });
-    } catch (error) {
-      failed = true;
-      this.scheduler.report(error, { name: this.name, tick: tickDate, phase: 'run' });
-    } finally {
-      lease.stop();
-    }
-    if (!failed) this.scheduler.notify('run', { name: this.name, tick: tickDate, durationMs: Math.round(now() - started) });
-    try {
-      await core.run(scripts['scheduler/finish'], [key], [owner, lockAtLeastFor, Math.max(TICK_MEMORY_MS, lockAtLeastFor)]);
-    } catch (error) {
-      // The lock lapses by itself after lockAtMostFor.
-      this.scheduler.report(error, { name: this.name, tick: tickDate, phase: 'finish' });
-    }
+  /** `run-latest`: claims a tick that Redis failed to answer for again later, unless the next tick comes first. */
+  #retryLater(tick: number, attempt: number): void {
+    if (this.missed.missedTicks !== 'run-latest' || this.#stopped) return;
+    const delay = Math.min(30_000, 500 * 2 ** attempt);
+    if (this.#nextTick !== undefined && Date.now() + delay >= this.#nextTick) return;
+    this.#retry = setTimeout(() => {
+      // the failed claim's promise settles right after this callback was set: start once it has
+      void Promise.resolve(this.#running).then(() => this.#start(tick, attempt + 1));
+    }, delay);
+    if (!this.scheduler.keepAlive) this.#retry.unref();
   }
 }
 
@@ -398,4 +659,24 @@ function checkTimezone(value: unknown, what: string): string | undefined {
     throw new RangeError(`${what} ${JSON.stringify(value)} is not a known timezone`, { cause: error });
   }
   return value;
+}
+
+function checkMissedTicks(value: unknown, what: string): MissedTicks | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new TypeError(`${what} must be 'skip' or 'run-latest', got ${typeof value}`);
+  if (value !== 'skip' && value !== 'run-latest') throw new RangeError(`${what} must be 'skip' or 'run-latest', got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function checkTick(value: unknown): number {
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== 'number') throw new TypeError(`tick must be a Date or epoch ms, got ${typeof value}`);
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new RangeError(`tick must be a valid time at or after 1970, got ${String(value)}`);
+  return ms;
+}
+
+function errorMessage(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const line = text.length === 0 ? 'error' : text;
+  return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS - 1)}…` : line;
 }

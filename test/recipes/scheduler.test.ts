@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
-import { LockLostError, type Holdfast, type JobRunInfo, type SkipReason } from '../../src/index.js';
+import { LockLostError, type Holdfast, type JobRunInfo, type SchedulerOptions, type SkipReason } from '../../src/index.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** Sleeps until `ms` past the next whole second, so a test's ticks fall where it expects them. */
@@ -25,8 +25,8 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
   void it('a tick is claimed once; a run holds the job for lockAtLeastFor after it started', async () => {
     const core = holdfast.core;
     const key = core.keys.job('direct');
-    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 5000, 60_000]);
-    const finish = (owner: string, atLeast: number): Promise<unknown> => core.run(scripts['scheduler/finish'], [key], [owner, atLeast, 60_000]);
+    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 5000, 60_000, 'fp', '', 60_000]);
+    const finish = (owner: string, atLeast: number): Promise<unknown> => core.run(scripts['scheduler/finish'], [key], [owner, atLeast, 12, '', 60_000]);
     const t = 1_800_000_000_000;
     assert.deepEqual(await claim(t, 'a'), [1, 5000]);
     assert.deepEqual(await claim(t, 'b'), [0, 0], 'the same tick again: already claimed');
@@ -45,13 +45,30 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
     assert.ok(pttl > 50_000, `the tick record is kept: ${pttl}`);
   });
 
+  void it('abandon undoes only its own claim: the job is free and the tick unrecorded, as before the claim', async () => {
+    const core = holdfast.core;
+    const key = core.keys.job('abandoned');
+    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 60_000, 60_000, 'fp', '', 60_000]);
+    const abandon = (owner: string): Promise<unknown> => core.run(scripts['scheduler/abandon'], [key], [owner]);
+    assert.deepEqual(await claim(1000, 'a'), [1, 60_000]);
+    assert.equal(await core.run(scripts['scheduler/finish'], [key], ['a', 0, 5, '', 60_000]), 1);
+    assert.deepEqual(await claim(2000, 'lost-reply'), [1, 60_000]);
+    assert.equal(await abandon('someone-else'), 0, 'owner-checked');
+    assert.equal(((await claim(3000, 'b')) as number[])[0], 0, 'still locked by the claim');
+    assert.equal(await abandon('lost-reply'), 1);
+    assert.equal(await abandon('lost-reply'), 0, 'once');
+    assert.deepEqual(await claim(1000, 'c'), [0, 0], 'the tick before it stays recorded');
+    assert.deepEqual(await claim(2000, 'c'), [1, 60_000], 'its own tick can be claimed again');
+  });
+
   void it('a crashed run frees the job after lockAtMostFor', async () => {
     const core = holdfast.core;
     const key = core.keys.job('crashed');
-    assert.deepEqual(await core.run(scripts['scheduler/claim'], [key], [1000, 'dead', 200, 60_000]), [1, 200]);
-    assert.equal(((await core.run(scripts['scheduler/claim'], [key], [2000, 'b', 200, 60_000])) as number[])[0], 0);
+    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 200, 60_000, 'fp', '', 60_000]);
+    assert.deepEqual(await claim(1000, 'dead'), [1, 200]);
+    assert.equal(((await claim(2000, 'b')) as number[])[0], 0);
     await sleep(250);
-    assert.deepEqual(await core.run(scripts['scheduler/claim'], [key], [2000, 'b', 200, 60_000]), [1, 200]);
+    assert.deepEqual(await claim(2000, 'b'), [1, 200]);
   });
 });
 
@@ -192,3 +209,142 @@ for (const adapter of adapters) {
     });
   });
 }
+
+const sleepUntil = (epochMs: number): Promise<void> => sleep(Math.max(0, epochMs - Date.now()));
+/** Blocks the event loop (a long GC pause, a CPU-bound handler) for `ms`. */
+const blockFor = (ms: number): void => {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    /* busy */
+  }
+};
+/** The whole second at least `leadMs` from now. */
+const secondAfter = (leadMs: number): number => Math.ceil((Date.now() + leadMs) / 1000) * 1000;
+
+for (const adapter of adapters) {
+  void describe(`Scheduler when Redis stalls past commandTimeout (${adapter.name})`, () => {
+    let server: RedisServer;
+    const made: Awaited<ReturnType<typeof makeHoldfast>>[] = [];
+
+    before(async () => {
+      server = await RedisServer.start();
+      for (let i = 0; i < 3; i++) made.push(await makeHoldfast(adapter, server.url, { prefix: 'stall:', commandTimeout: 400 }));
+    });
+    after(async () => {
+      if (server.paused) server.resume();
+      for (const m of made) await m.dispose();
+      await server.stop();
+    });
+
+    void it('a claim left in flight by a SIGSTOPped Redis does not lock the job: the next tick after the stall runs once', async () => {
+      const ran: { tick: number; instance: number }[] = [];
+      const claimErrors: string[] = [];
+      const schedulers = made.map((m, instance) => {
+        const s = m.holdfast.scheduler({
+          onError: (error, info) => {
+            if (info.phase === 'claim') claimErrors.push((error as { code?: string }).code ?? String(error));
+          },
+        });
+        s.schedule('stalled', '* * * * * *', ({ tick }) => void ran.push({ tick: tick.getTime(), instance }));
+        return s;
+      });
+      // Ticks run before the stall; Redis freezes 100 ms before tick T, with every instance's claim of T in flight
+      // once it falls due, and thaws 1.7 s after it: the claims of T and T+1 time out (400 ms) and run late.
+      const T = secondAfter(2000);
+      await sleepUntil(T - 100);
+      server.pause();
+      await sleepUntil(T + 1700);
+      server.resume();
+      await sleepUntil(T + 3600);
+      await Promise.all(schedulers.map((s) => s.stop()));
+      const ticks = ran.map((r) => r.tick);
+      assert.ok(ticks.some((t) => t < T - 100), `ticks before the stall ran: ${ticks.map((t) => t - T).join(', ')}`);
+      assert.ok(claimErrors.length >= 3 && claimErrors.every((c) => c === 'REDIS_CONNECTION'), `claims timed out: ${claimErrors.join(', ')}`);
+      assert.ok(!ticks.includes(T) && !ticks.includes(T + 1000), 'the ticks whose claims got no reply did not run');
+      for (const tick of [T + 2000, T + 3000]) {
+        assert.equal(ticks.filter((t) => t === tick).length, 1, `tick T+${tick - T} ran once (ran: ${ticks.map((t) => t - T).join(', ')})`);
+      }
+      assert.equal(new Set(ticks).size, ticks.length, 'no tick twice');
+    });
+
+    void it("missedTicks 'run-latest': a tick whose claim Redis left unanswered is claimed again and runs once", async () => {
+      const ran: number[] = [];
+      let failed = 0;
+      // One tick a minute, at a second chosen to fall 1.5 s from now; Redis freezes across it for 1.2 s.
+      const T = secondAfter(1500);
+      const cron = `${new Date(T).getSeconds()} * * * * *`;
+      const schedulers = made.slice(0, 2).map((m) => {
+        const s = m.holdfast.scheduler({ missedTicks: 'run-latest', onError: (_e, info) => void (info.phase === 'claim' && failed++) });
+        s.schedule('retried', cron, ({ tick }) => void ran.push(tick.getTime()));
+        return s;
+      });
+      await sleepUntil(T - 100);
+      server.pause();
+      await sleepUntil(T + 1100);
+      server.resume();
+      const deadline = T + 6000;
+      while (ran.length === 0 && Date.now() < deadline) await sleep(50);
+      await sleep(500);
+      await Promise.all(schedulers.map((s) => s.stop()));
+      assert.ok(failed >= 2, `the claims of both instances failed first: ${failed}`);
+      assert.deepEqual(ran, [T], 'the missed tick ran once, after Redis came back');
+    });
+  });
+}
+
+void describe('Scheduler: ticks missed while the process was blocked', () => {
+  let server: RedisServer;
+  let made: Awaited<ReturnType<typeof makeHoldfast>>;
+
+  before(async () => {
+    server = await RedisServer.start();
+    made = await makeHoldfast(adapters[0]!, server.url);
+  });
+  after(async () => {
+    await made.dispose();
+    await server.stop();
+  });
+
+  /** Schedules an every-second job, blocks the event loop from 200 ms before tick T to 2.3 s after it, runs to T+3.5 s. */
+  async function blockedRun(options: SchedulerOptions): Promise<{ T: number; ran: number[]; missed: number[] }> {
+    const s = made.holdfast.scheduler(options);
+    const ran: number[] = [];
+    const missed: number[] = [];
+    s.on('skip', (info) => void (info.reason === 'missed' && missed.push(info.tick.getTime())));
+    const T = secondAfter(1500);
+    s.schedule(`blocked-${options.missedTicks ?? 'default'}`, '* * * * * *', ({ tick }) => void ran.push(tick.getTime()));
+    await sleepUntil(T - 200);
+    blockFor(2500);
+    await sleepUntil(T + 3500);
+    await s.stop();
+    return { T, ran, missed };
+  }
+
+  void it('by default (skip) none of them runs; the schedule goes on', async () => {
+    const { T, ran, missed } = await blockedRun({});
+    const rel = ran.map((t) => t - T);
+    assert.ok(!rel.includes(0) && !rel.includes(1000) && !rel.includes(2000), `missed ticks ran: ${rel.join(', ')}`);
+    assert.deepEqual(missed, [T], 'one skip (missed) for the tick whose timer fired late');
+    assert.ok(rel.includes(3000), `the next tick ran: ${rel.join(', ')}`);
+  });
+
+  void it("with 'run-latest' the latest of them runs once, late; the earlier ones do not", async () => {
+    const { T, ran, missed } = await blockedRun({ missedTicks: 'run-latest' });
+    const rel = ran.map((t) => t - T);
+    assert.deepEqual(
+      rel.filter((t) => t >= 0 && t <= 2000),
+      [2000],
+      `ran: ${rel.join(', ')}`,
+    );
+    assert.deepEqual(missed, []);
+    assert.ok(rel.includes(3000), `the next tick ran: ${rel.join(', ')}`);
+  });
+
+  void it('rejects a bad policy at once', () => {
+    assert.throws(() => made.holdfast.scheduler({ missedTicks: 'queue' as never }), RangeError);
+    assert.throws(() => made.holdfast.scheduler({ missedTicks: 1 as never }), TypeError);
+    assert.throws(() => made.holdfast.scheduler({ missedTickTolerance: -1 }), RangeError);
+    const s = made.holdfast.scheduler();
+    assert.throws(() => s.schedule('x', '* * * * * *', () => {}, { missedTicks: 'all' as never }), RangeError);
+  });
+});
