@@ -399,6 +399,7 @@ void describe('FairLock hand-offs under frequent heartbeats', () => {
       let inside = 0;
       let overlaps = 0;
       let acquisitions = 0;
+      let late = 0;
       const until = performance.now() + 3000;
       await Promise.all(
         made.flatMap(({ holdfast }) =>
@@ -410,12 +411,17 @@ void describe('FairLock hand-offs under frequent heartbeats', () => {
               acquisitions++;
               await sleep(Math.random() < 0.5 ? 0 : 1);
               inside--;
-              await held.release();
+              // With a 100 ms waiterTimeout a grant lives 20–60 ms: on a loaded machine a claim can come too late, and
+              // the hold is then lost (its release says so). That is liveness; the point here is safety.
+              await held.release().catch((error: unknown) => {
+                if (!(error instanceof LockNotHeldError)) throw error;
+                late++;
+              });
             }
           }),
         ),
       );
-      assert.equal(overlaps, 0, `${overlaps} overlaps in ${acquisitions} acquisitions`);
+      assert.equal(overlaps, 0, `${overlaps} overlaps in ${acquisitions} acquisitions (${late} claims too late)`);
       assert.ok(acquisitions > 100, `only ${acquisitions} acquisitions`);
     } finally {
       await Promise.all(made.map((m) => m.dispose()));
