@@ -8,8 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError, type FairLock, type Holdfast, LockNotHeldError } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { describeEachAdapter, sleep } from '../support/suite.js';
 
 /** Polls `check` until it returns true or `ms` passes. */
 async function until(check: () => Promise<boolean> | boolean, ms = 5000, what = 'condition'): Promise<void> {
@@ -49,6 +48,7 @@ function waiterProcess(adapter: string, url: string): WaiterProcess {
   return { child, ready, go: (job) => child.stdin?.write(JSON.stringify(job) + '\n'), acquired, exited };
 }
 
+// The per-adapter suites have servers of their own; this one serves the describes outside them.
 let server: RedisServer;
 before(async () => {
   server = await RedisServer.start();
@@ -57,210 +57,202 @@ after(async () => {
   await server.stop();
 });
 
-for (const adapter of adapters) {
-  void describe(`FairLock (${adapter.name})`, () => {
-    const disposers: (() => Promise<void>)[] = [];
-    after(async () => {
-      await Promise.all(disposers.map((d) => d()));
-    });
-    async function client(options: Parameters<typeof makeHoldfast>[2] = {}): Promise<Holdfast> {
-      const made = await makeHoldfast(adapter, server.url, options);
-      disposers.push(made.dispose);
-      return made.holdfast;
-    }
-    async function pair(): Promise<[Holdfast, Holdfast]> {
-      const a = await client();
-      const b = await client({ prefix: a.settings.prefix });
-      return [a, b];
-    }
-    async function waitersOf(lock: FairLock, n: number): Promise<void> {
-      await until(async () => (await lock.inspect()).waiters.length >= n, 10_000, `${n} waiters`);
-    }
+describeEachAdapter('FairLock', (ctx) => {
+  async function client(options: Parameters<typeof ctx.open>[0] = {}): Promise<Holdfast> {
+    return (await ctx.open(options)).holdfast;
+  }
+  async function pair(): Promise<[Holdfast, Holdfast]> {
+    const a = await client();
+    const b = await client({ prefix: a.settings.prefix });
+    return [a, b];
+  }
+  async function waitersOf(lock: FairLock, n: number): Promise<void> {
+    await until(async () => (await lock.inspect()).waiters.length >= n, 10_000, `${n} waiters`);
+  }
 
-    void it('acquires, re-enters in the same call chain, releases, and mints increasing tokens', async () => {
-      const hf = await client();
-      const lock = hf.fairLock('basic');
-      const first = await lock.acquire();
-      assert.equal(first.holdCount, 1);
-      await first.release();
-      await lock.withLock(async ({ token }) => {
-        assert.ok(token > first.token);
-        const inner = await lock.acquire();
-        assert.equal(inner.holdCount, 2);
-        assert.equal(inner.token, token);
-        assert.equal((await lock.inspect()).holdCount, 2);
-        await inner.release();
-        assert.equal((await lock.inspect()).holdCount, 1);
-      });
-      assert.equal(await lock.isLocked(), false);
-      // an explicit owner is reentrant across handles and clients
-      const other = await client({ prefix: hf.settings.prefix });
-      const a = await lock.acquire({ owner: 'job-7' });
-      const b = await other.fairLock('basic').acquire({ owner: 'job-7', timeout: 0 });
-      assert.equal(b.holdCount, 2);
-      await b.release();
-      await a.release();
-      assert.equal(await lock.isLocked(), false);
-    });
-
-    void it('another call chain waits, and gets the lock in FIFO order (one process)', async () => {
-      const hf = await client();
-      const lock = hf.fairLock('fifo-local');
-      const held = await lock.acquire();
-      const order: number[] = [];
-      const waits: Promise<void>[] = [];
-      for (let i = 0; i < 6; i++) {
-        waits.push(lock.withLock(async () => void order.push(i)));
-        await waitersOf(lock, i + 1);
-      }
-      assert.equal(await lock.tryAcquire(), null);
-      await held.release();
-      await Promise.all(waits);
-      assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
-    });
-
-    void it('hands the lock to the head of the queue: a newcomer never barges in', async () => {
-      const [a, b] = await pair();
-      const lock = a.fairLock('no-barging');
-      const held = await lock.acquire();
-      const waiting = b.fairLock('no-barging').acquire();
-      await waitersOf(lock, 1);
-      await held.release();
-      // the lock is already the waiter's (granted), even before it has claimed it
-      assert.equal(await lock.tryAcquire(), null);
-      const got = await waiting;
-      assert.ok(got.token > held.token);
-      assert.equal(await lock.tryAcquire(), null);
-      await got.release();
-      const again = await lock.tryAcquire();
-      assert.ok(again);
-      await again.release();
-    });
-
-    void it('a hand-off is held on arrival of its message; the claim that follows gives the full lease and count', async () => {
-      const [a, b] = await pair();
-      const lock = a.fairLock('instant');
-      // 1. hand-off, then the new holder releases at once: the release waits for the claim and succeeds
-      let held = await lock.acquire();
-      let waiting = b.fairLock('instant').acquire({ lease: 20_000 });
-      await waitersOf(lock, 1);
-      await held.release();
-      let got = await waiting;
-      assert.ok(got.token > held.token);
-      assert.equal(got.holdCount, 1);
-      assert.equal(got.lost, false);
-      await got.release();
-      assert.equal(await lock.isLocked(), false);
-      // 2. hand-off, then Redis is read: the grant was claimed (hold count 1) with the holder's own 20 s lease, not
-      //    the short first lease it started on; a re-entry counts on top of it
-      held = await lock.acquire();
-      const other = b.fairLock('instant');
-      waiting = other.acquire({ lease: 20_000, owner: 'handed' });
-      await waitersOf(lock, 1);
-      await held.release();
-      got = await waiting;
-      // held before its claim ran: read on the holder's own connection, which sends the claim only after this
-      const early = await other.inspect();
-      assert.equal(early.owner, 'handed');
-      assert.equal(early.holdCount, 0, 'the waiter held the lock from the hand-off message, before claiming it');
-      const inner = await other.acquire({ owner: 'handed', timeout: 0 });
+  void it('acquires, re-enters in the same call chain, releases, and mints increasing tokens', async () => {
+    const hf = await client();
+    const lock = hf.fairLock('basic');
+    const first = await lock.acquire();
+    assert.equal(first.holdCount, 1);
+    await first.release();
+    await lock.withLock(async ({ token }) => {
+      assert.ok(token > first.token);
+      const inner = await lock.acquire();
       assert.equal(inner.holdCount, 2);
-      const info = await lock.inspect();
-      assert.equal(info.owner, 'handed');
-      assert.equal(info.holdCount, 2);
-      assert.equal(info.token, got.token);
-      assert.ok((info.remainingTtl ?? 0) > 15_000, `remaining ${info.remainingTtl} ms`);
+      assert.equal(inner.token, token);
+      assert.equal((await lock.inspect()).holdCount, 2);
       await inner.release();
-      await got.release();
-      assert.equal(await lock.isLocked(), false);
+      assert.equal((await lock.inspect()).holdCount, 1);
     });
-
-    void it('mutual exclusion: concurrent read-modify-write across two clients loses no update', async () => {
-      const [a, b] = await pair();
-      let inside = 0;
-      let maxInside = 0;
-      let counter = 0;
-      const work = async (hf: Holdfast): Promise<void> => {
-        await hf.fairLock('mutex').withLock(async () => {
-          inside++;
-          maxInside = Math.max(maxInside, inside);
-          const read = counter;
-          await sleep(1);
-          counter = read + 1;
-          inside--;
-        });
-      };
-      await Promise.all(Array.from({ length: 30 }, (_, i) => work(i % 2 ? a : b)));
-      assert.equal(counter, 30);
-      assert.equal(maxInside, 1);
-    });
-
-    void it('a timed-out or aborted wait leaves the queue, and the lock goes to the next live waiter', async () => {
-      const [a, b] = await pair();
-      const lock = a.fairLock('give-up');
-      const held = await lock.acquire();
-      const timedOut = b.fairLock('give-up').acquire({ timeout: 150 });
-      await waitersOf(lock, 1);
-      const controller = new AbortController();
-      const aborted = b.fairLock('give-up').acquire({ signal: controller.signal });
-      await waitersOf(lock, 2);
-      const last = a.fairLock('give-up').acquire();
-      await waitersOf(lock, 3);
-      await assert.rejects(timedOut, AcquireTimeoutError);
-      controller.abort(new Error('stop'));
-      await assert.rejects(aborted, /stop/);
-      const info = await lock.inspect();
-      assert.equal(info.waiters.length, 1);
-      assert.equal(info.queueLength, 1);
-      await held.release();
-      const got = await last;
-      await got.release();
-      assert.deepEqual((await lock.inspect()).waiters, []);
-      assert.equal((await lock.inspect()).queueLength, 0);
-    });
-
-    void it('tryAcquire never joins the queue', async () => {
-      const [a, b] = await pair();
-      const held = await a.fairLock('try').acquire();
-      assert.equal(await b.fairLock('try').tryAcquire(), null);
-      assert.equal((await a.fairLock('try').inspect()).queueLength, 0);
-      await held.release();
-    });
-
-    void it('forceUnlock and close() hand the lock on to the next waiter', async () => {
-      const [a, b] = await pair();
-      const lock = a.fairLock('handover');
-      await lock.acquire();
-      const next = b.fairLock('handover').acquire();
-      await waitersOf(lock, 1);
-      assert.equal(await lock.forceUnlock(), true);
-      const got = await next;
-      const third = a.fairLock('handover').acquire();
-      await waitersOf(lock, 1);
-      await b.close();
-      const last = await third;
-      assert.ok(last.token > got.token);
-      await assert.rejects(got.release(), LockNotHeldError);
-      await last.release();
-    });
-
-    void it('rejects bad input before any Redis call', async () => {
-      const hf = await client();
-      assert.throws(() => hf.fairLock(''), RangeError);
-      assert.throws(() => hf.fairLock(42 as unknown as string), TypeError);
-      assert.throws(() => hf.fairLock('x', { waiterTimeout: 5 }), RangeError);
-      assert.throws(() => hf.fairLock('x', { waiterTimeout: 1.5 }), RangeError);
-      assert.throws(() => hf.fairLock('x', { waiterTimout: 500 } as never), TypeError);
-      const lock = hf.fairLock('x');
-      await assert.rejects(lock.acquire({ timeout: -1 }), RangeError);
-      await assert.rejects(lock.acquire({ lease: 0 }), RangeError);
-      await assert.rejects(lock.acquire({ leaseMs: 10 } as never), TypeError);
-      await assert.rejects(lock.acquire({ owner: '' }), RangeError);
-      await assert.rejects(lock.acquire({ signal: 'no' as never }), TypeError);
-      await assert.rejects(lock.withLock('fn' as never), TypeError);
-    });
+    assert.equal(await lock.isLocked(), false);
+    // an explicit owner is reentrant across handles and clients
+    const other = await client({ prefix: hf.settings.prefix });
+    const a = await lock.acquire({ owner: 'job-7' });
+    const b = await other.fairLock('basic').acquire({ owner: 'job-7', timeout: 0 });
+    assert.equal(b.holdCount, 2);
+    await b.release();
+    await a.release();
+    assert.equal(await lock.isLocked(), false);
   });
-}
+
+  void it('another call chain waits, and gets the lock in FIFO order (one process)', async () => {
+    const hf = await client();
+    const lock = hf.fairLock('fifo-local');
+    const held = await lock.acquire();
+    const order: number[] = [];
+    const waits: Promise<void>[] = [];
+    for (let i = 0; i < 6; i++) {
+      waits.push(lock.withLock(async () => void order.push(i)));
+      await waitersOf(lock, i + 1);
+    }
+    assert.equal(await lock.tryAcquire(), null);
+    await held.release();
+    await Promise.all(waits);
+    assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
+  });
+
+  void it('hands the lock to the head of the queue: a newcomer never barges in', async () => {
+    const [a, b] = await pair();
+    const lock = a.fairLock('no-barging');
+    const held = await lock.acquire();
+    const waiting = b.fairLock('no-barging').acquire();
+    await waitersOf(lock, 1);
+    await held.release();
+    // the lock is already the waiter's (granted), even before it has claimed it
+    assert.equal(await lock.tryAcquire(), null);
+    const got = await waiting;
+    assert.ok(got.token > held.token);
+    assert.equal(await lock.tryAcquire(), null);
+    await got.release();
+    const again = await lock.tryAcquire();
+    assert.ok(again);
+    await again.release();
+  });
+
+  void it('a hand-off is held on arrival of its message; the claim that follows gives the full lease and count', async () => {
+    const [a, b] = await pair();
+    const lock = a.fairLock('instant');
+    // 1. hand-off, then the new holder releases at once: the release waits for the claim and succeeds
+    let held = await lock.acquire();
+    let waiting = b.fairLock('instant').acquire({ lease: 20_000 });
+    await waitersOf(lock, 1);
+    await held.release();
+    let got = await waiting;
+    assert.ok(got.token > held.token);
+    assert.equal(got.holdCount, 1);
+    assert.equal(got.lost, false);
+    await got.release();
+    assert.equal(await lock.isLocked(), false);
+    // 2. hand-off, then Redis is read: the grant was claimed (hold count 1) with the holder's own 20 s lease, not
+    //    the short first lease it started on; a re-entry counts on top of it
+    held = await lock.acquire();
+    const other = b.fairLock('instant');
+    waiting = other.acquire({ lease: 20_000, owner: 'handed' });
+    await waitersOf(lock, 1);
+    await held.release();
+    got = await waiting;
+    // held before its claim ran: read on the holder's own connection, which sends the claim only after this
+    const early = await other.inspect();
+    assert.equal(early.owner, 'handed');
+    assert.equal(early.holdCount, 0, 'the waiter held the lock from the hand-off message, before claiming it');
+    const inner = await other.acquire({ owner: 'handed', timeout: 0 });
+    assert.equal(inner.holdCount, 2);
+    const info = await lock.inspect();
+    assert.equal(info.owner, 'handed');
+    assert.equal(info.holdCount, 2);
+    assert.equal(info.token, got.token);
+    assert.ok((info.remainingTtl ?? 0) > 15_000, `remaining ${info.remainingTtl} ms`);
+    await inner.release();
+    await got.release();
+    assert.equal(await lock.isLocked(), false);
+  });
+
+  void it('mutual exclusion: concurrent read-modify-write across two clients loses no update', async () => {
+    const [a, b] = await pair();
+    let inside = 0;
+    let maxInside = 0;
+    let counter = 0;
+    const work = async (hf: Holdfast): Promise<void> => {
+      await hf.fairLock('mutex').withLock(async () => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        const read = counter;
+        await sleep(1);
+        counter = read + 1;
+        inside--;
+      });
+    };
+    await Promise.all(Array.from({ length: 30 }, (_, i) => work(i % 2 ? a : b)));
+    assert.equal(counter, 30);
+    assert.equal(maxInside, 1);
+  });
+
+  void it('a timed-out or aborted wait leaves the queue, and the lock goes to the next live waiter', async () => {
+    const [a, b] = await pair();
+    const lock = a.fairLock('give-up');
+    const held = await lock.acquire();
+    const timedOut = b.fairLock('give-up').acquire({ timeout: 150 });
+    await waitersOf(lock, 1);
+    const controller = new AbortController();
+    const aborted = b.fairLock('give-up').acquire({ signal: controller.signal });
+    await waitersOf(lock, 2);
+    const last = a.fairLock('give-up').acquire();
+    await waitersOf(lock, 3);
+    await assert.rejects(timedOut, AcquireTimeoutError);
+    controller.abort(new Error('stop'));
+    await assert.rejects(aborted, /stop/);
+    const info = await lock.inspect();
+    assert.equal(info.waiters.length, 1);
+    assert.equal(info.queueLength, 1);
+    await held.release();
+    const got = await last;
+    await got.release();
+    assert.deepEqual((await lock.inspect()).waiters, []);
+    assert.equal((await lock.inspect()).queueLength, 0);
+  });
+
+  void it('tryAcquire never joins the queue', async () => {
+    const [a, b] = await pair();
+    const held = await a.fairLock('try').acquire();
+    assert.equal(await b.fairLock('try').tryAcquire(), null);
+    assert.equal((await a.fairLock('try').inspect()).queueLength, 0);
+    await held.release();
+  });
+
+  void it('forceUnlock and close() hand the lock on to the next waiter', async () => {
+    const [a, b] = await pair();
+    const lock = a.fairLock('handover');
+    await lock.acquire();
+    const next = b.fairLock('handover').acquire();
+    await waitersOf(lock, 1);
+    assert.equal(await lock.forceUnlock(), true);
+    const got = await next;
+    const third = a.fairLock('handover').acquire();
+    await waitersOf(lock, 1);
+    await b.close();
+    const last = await third;
+    assert.ok(last.token > got.token);
+    await assert.rejects(got.release(), LockNotHeldError);
+    await last.release();
+  });
+
+  void it('rejects bad input before any Redis call', async () => {
+    const hf = await client();
+    assert.throws(() => hf.fairLock(''), RangeError);
+    assert.throws(() => hf.fairLock(42 as unknown as string), TypeError);
+    assert.throws(() => hf.fairLock('x', { waiterTimeout: 5 }), RangeError);
+    assert.throws(() => hf.fairLock('x', { waiterTimeout: 1.5 }), RangeError);
+    assert.throws(() => hf.fairLock('x', { waiterTimout: 500 } as never), TypeError);
+    const lock = hf.fairLock('x');
+    await assert.rejects(lock.acquire({ timeout: -1 }), RangeError);
+    await assert.rejects(lock.acquire({ lease: 0 }), RangeError);
+    await assert.rejects(lock.acquire({ leaseMs: 10 } as never), TypeError);
+    await assert.rejects(lock.acquire({ owner: '' }), RangeError);
+    await assert.rejects(lock.acquire({ signal: 'no' as never }), TypeError);
+    await assert.rejects(lock.withLock('fn' as never), TypeError);
+  });
+});
 
 void describe('FairLock across OS processes', () => {
   // Child processes use ioredis and node-redis alternately; the parent holds and inspects with ioredis.

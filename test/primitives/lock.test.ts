@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
   AcquireTimeoutError,
@@ -13,390 +12,378 @@ import {
   type RedisTransport,
 } from '../../src/index.js';
 import { toTransport } from '../../src/holdfast.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
 import { spawnWorker, waitForExit, waitForLine } from '../support/process.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
 import { FaultProxy } from '../support/fault-proxy.js';
+import { describeEachAdapter, sleep } from '../support/suite.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
 import { Redis } from 'ioredis';
 
 const worker = fileURLToPath(new URL('./fixtures/lock-worker.ts', import.meta.url));
 
-for (const adapter of adapters) {
-  describe(`Lock (${adapter.name})`, () => {
-    let server: RedisServer;
-    before(async () => {
-      server = await RedisServer.start();
-    });
-    after(async () => {
-      await server.stop();
-    });
-
-    const open = (options: Parameters<typeof makeHoldfast>[2] = {}) => makeHoldfast(adapter, server.url, options);
-
-    test('acquire, inspect, release; tokens strictly increase', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('basic');
-        const first = await lock.acquire();
-        assert.equal(first.token, 1);
-        assert.equal(first.holdCount, 1);
-        const info = await lock.inspect();
-        assert.equal(info.owner, first.owner);
-        assert.equal(info.holdCount, 1);
-        assert.ok(info.remainingTtl !== null && info.remainingTtl > 29_000 && info.remainingTtl <= 30_000);
-        assert.equal(await lock.isLocked(), true);
-        await first.release();
-        assert.equal(await lock.isLocked(), false);
-        assert.equal(await lock.remainingTtl(), null);
-        const second = await lock.acquire();
-        assert.ok(second.token > first.token);
-        await second.release();
-        await second.release(); // idempotent
-        assert.equal((await lock.inspect()).lastToken, second.token);
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('await using releases at the end of the scope', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('using');
-        {
-          await using held = await lock.acquire();
-          assert.equal(held.released, false);
-          assert.equal(await lock.isLocked(), true);
-        }
-        assert.equal(await lock.isLocked(), false);
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('a second owner waits, then gets the lock soon after the release (pub/sub, not the lease)', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('handoff');
-        const held = await lock.acquire();
-        assert.equal(await lock.tryAcquire(), null);
-        const started = performance.now();
-        const waiting = lock.acquire({ timeout: 10_000 });
-        await sleep(200);
-        await held.release();
-        const next = await waiting;
-        const waited = performance.now() - started;
-        assert.ok(waited < 2000, `woken by the release message, not the 30 s lease (waited ${waited.toFixed(0)} ms)`);
-        assert.ok(next.token > held.token);
-        await next.release();
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('timeout gives AcquireTimeoutError; abort rejects with the signal reason and leaves no state', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('wait');
-        const held = await lock.acquire();
-        const t0 = performance.now();
-        await assert.rejects(lock.acquire({ timeout: 300 }), (e: unknown) => e instanceof AcquireTimeoutError && e.code === 'ACQUIRE_TIMEOUT');
-        await assert.rejects(lock.acquire({ timeout: 0 }), AcquireTimeoutError, 'acquire with timeout 0 is one attempt, then a timeout');
-        assert.ok(performance.now() - t0 >= 290);
-        const controller = new AbortController();
-        const waiting = lock.acquire({ signal: controller.signal });
-        await sleep(100);
-        const reason = new Error('caller gave up');
-        controller.abort(reason);
-        await assert.rejects(waiting, (e) => e === reason);
-        await assert.rejects(lock.acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
-        await held.release();
-        assert.equal(await lock.isLocked(), false);
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('reentrant inside withLock (same async chain); a sibling chain is another owner and waits', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('reentrant');
-        const order: string[] = [];
-        await Promise.all([
-          lock.withLock(async ({ token }) => {
-            order.push('a:in');
-            const inner = await lock.acquire({ timeout: 1000 });
-            assert.equal(inner.token, token, 're-entry keeps the token');
-            assert.equal(inner.holdCount, 2);
-            await holdfast.withLock('reentrant', async (scope) => {
-              assert.equal(scope.lock.holdCount, 3);
-              assert.equal(await lock.holdCount(), 3);
-            });
-            await inner.release();
-            assert.equal(await lock.holdCount(), 1);
-            await sleep(150);
-            order.push('a:out');
-          }),
-          (async () => {
-            await sleep(20);
-            await lock.withLock(async () => {
-              order.push('b:in');
-            });
-          })(),
-        ]);
-        assert.deepEqual(order, ['a:in', 'a:out', 'b:in']);
-        assert.equal(await lock.isLocked(), false);
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('an explicit owner id is reentrant across clients (hand-over between processes)', async () => {
-      const a = await open();
-      const b = await makeHoldfast(adapter, server.url, { prefix: a.holdfast.settings.prefix });
-      try {
-        const held = await a.holdfast.lock('handover').acquire({ owner: 'job-7' });
-        assert.equal(await b.holdfast.lock('handover').tryAcquire(), null, 'another owner is refused');
-        const again = await b.holdfast.lock('handover').acquire({ owner: 'job-7', timeout: 0 });
-        assert.equal(again.token, held.token);
-        assert.equal(again.holdCount, 2);
-        await held.release();
-        await again.release();
-        assert.equal(await a.holdfast.lock('handover').isLocked(), false);
-      } finally {
-        await a.dispose();
-        await b.dispose();
-      }
-    });
-
-    test("release by a non-owner is refused and never deletes the other owner's lock", async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('nonowner');
-        const stale = await lock.acquire({ lease: 150 });
-        await sleep(250); // expired
-        assert.equal(stale.lost, true);
-        const fresh = await lock.acquire();
-        await assert.rejects(stale.release(), (e: unknown) => e instanceof LockNotHeldError && e.code === 'LOCK_NOT_HELD');
-        const info = await lock.inspect();
-        assert.equal(info.owner, fresh.owner, "the new owner's lock is intact");
-        // forced take-over: the old holder's release is refused too
-        assert.equal(await lock.forceUnlock(), true);
-        const third = await lock.acquire();
-        await assert.rejects(fresh.release(), LockNotHeldError);
-        assert.equal((await lock.inspect()).owner, third.owner);
-        await stale[Symbol.asyncDispose](); // never throws for a lost lock
-        await third.release();
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('explicit lease: no renewal, signal aborts with LockLostError(expired), others get it after', async () => {
-      const { holdfast, dispose } = await open();
-      try {
-        const lock = holdfast.lock('lease');
-        const lost: LockLostError[] = [];
-        holdfast.on('lockLost', (e) => lost.push(e));
-        const held = await lock.acquire({ lease: 300 });
-        const t0 = performance.now();
-        await new Promise((resolve) => held.signal.addEventListener('abort', resolve, { once: true }));
-        const at = performance.now() - t0;
-        // due at 300 − 5 ms drift allowance; the slack is for timer lateness on a loaded test machine
-        assert.ok(at >= 250 && at < 450, `the signal fires at the lease end (${at.toFixed(0)} ms)`);
-        assert.ok(held.signal.reason instanceof LockLostError);
-        assert.equal((held.signal.reason).reason, 'expired');
-        assert.equal(lost.length, 1);
-        const other = await lock.acquire({ timeout: 1000 });
-        assert.ok(other.token > held.token);
-        await other.release();
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('watchdog keeps the lock past its first lease and stops after release', async () => {
-      const { holdfast, dispose } = await open({ watchdogLease: 800, watchdogInterval: 200 });
-      try {
-        const lock = holdfast.lock('watchdog');
-        const held = await lock.acquire();
-        await sleep(2000); // two and a half leases
-        assert.equal(held.signal.aborted, false);
-        const ttl = await lock.remainingTtl();
-        assert.ok(ttl !== null && ttl > 300, `renewed (ttl ${ttl})`);
-        await held.release();
-        await sleep(500);
-        assert.equal(await lock.isLocked(), false, 'no renewal resurrects a released lock');
-        assert.equal(held.signal.aborted, false, 'a release is not a loss');
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('loss signal fires when Redis is paused past the lease', async () => {
-      const own = await RedisServer.start();
-      const { holdfast, dispose } = await makeHoldfast(adapter, own.url, { watchdogLease: 1000, watchdogInterval: 250, commandTimeout: 200 });
-      try {
-        const held = await holdfast.lock('paused').acquire();
-        const t0 = performance.now();
-        own.pause();
-        await new Promise((resolve) => held.signal.addEventListener('abort', resolve, { once: true }));
-        const at = performance.now() - t0;
-        own.resume();
-        // renewals fail from the pause on; the signal is due when the last confirmed lease (≤ 1000 ms) would end.
-        // The slack is for timer lateness on a loaded test machine.
-        assert.ok(at < 1250, `aborted by the end of the lease (${at.toFixed(0)} ms)`);
-        assert.ok(at > 500, `not before renewals had a chance (${at.toFixed(0)} ms)`);
-        assert.equal((held.signal.reason as LockLostError).code, 'LOCK_LOST');
-      } finally {
-        own.resume();
-        await dispose();
-        await own.stop();
-      }
-    });
-
-    test('NOSCRIPT: SCRIPT FLUSH and a server restart are survived', async () => {
-      const own = await RedisServer.start();
-      const { holdfast, redis, dispose } = await makeHoldfast(adapter, own.url, { commandTimeout: 1000 });
-      try {
-        const lock = holdfast.lock('noscript');
-        await (await lock.acquire()).release();
-        await holdfast.core.command(['SCRIPT', 'FLUSH']);
-        await (await lock.acquire()).release();
-        await own.restart();
-        // the client reconnects on its own; give it a moment
-        for (let i = 0; ; i++) {
-          try {
-            await (await lock.acquire({ timeout: 0 })).release();
-            break;
-          } catch (error) {
-            if (!(error instanceof RedisConnectionError) || i > 50) throw error;
-            await sleep(100);
-          }
-        }
-        void redis;
-      } finally {
-        await dispose();
-        await own.stop();
-      }
-    });
-
-    test('Redis down: a typed connection error within commandTimeout, not a hang', async () => {
-      const dead = await freePort();
-      const client =
-        adapter.name === 'ioredis'
-          ? new (await import('ioredis')).Redis(dead, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 }).on('error', () => {})
-          : (await import('redis')).createClient({ url: `redis://127.0.0.1:${dead}` }).on('error', () => {});
-      const holdfast = new Holdfast({ redis: client, commandTimeout: 300 });
-      const t0 = performance.now();
-      await assert.rejects(holdfast.lock('down').acquire({ timeout: 5000 }), (e: unknown) => isHoldfastError(e) && e.code === 'REDIS_CONNECTION');
-      assert.ok(performance.now() - t0 < 2000);
-      try {
-        await (client as unknown as { disconnect(): unknown }).disconnect();
-      } catch {
-        /* never connected */
-      }
-      await holdfast.close();
-    });
-
-    test('a release whose reply was lost is retried and reports the first result', async () => {
-      const { redis, dispose } = await open();
-      const base = toTransport(redis);
-      let dropNextRelease = 0;
-      const flaky: RedisTransport = {
-        ...base,
-        kind: 'flaky',
-        async evalsha(sha, keys, args) {
-          const reply = await base.evalsha(sha, keys, args);
-          if (dropNextRelease > 0 && keys[1]?.includes(':rel:')) {
-            dropNextRelease--;
-            throw new Error('Connection is closed.'); // the script ran, the reply never arrived
-          }
-          return reply;
-        },
-      };
-      const holdfast = new Holdfast({ redis: flaky, prefix: `flaky${adapter.name}:` });
-      try {
-        const lock = holdfast.lock('retry');
-        const outer = await lock.acquire({ owner: 'retry-owner' });
-        const inner = await lock.acquire({ owner: 'retry-owner' });
-        dropNextRelease = 1;
-        await inner.release(); // ran once in Redis; the retry must not decrement again
-        assert.equal(await lock.holdCount(), 1);
-        dropNextRelease = 1;
-        await outer.release(); // the retry sees the marker: released, not "not held"
-        assert.equal(await lock.isLocked(), false);
-      } finally {
-        await holdfast.close();
-        await dispose();
-      }
-    });
-
-    test('close() releases held locks, fails waiters, and ends signals', async () => {
-      const a = await open();
-      const b = await makeHoldfast(adapter, server.url, { prefix: a.holdfast.settings.prefix });
-      try {
-        const held = await a.holdfast.lock('close').acquire();
-        const other = await b.holdfast.lock('close2').acquire();
-        const waiter = assert.rejects(a.holdfast.lock('close2').acquire(), ClientClosedError); // waits: b holds close2
-        await sleep(100);
-        await a.holdfast.close();
-        await waiter;
-        assert.equal(held.signal.aborted, true);
-        assert.equal(await b.holdfast.lock('close').isLocked(), false, 'close released it');
-        await assert.rejects(a.holdfast.lock('close').acquire(), ClientClosedError);
-        await other.release();
-      } finally {
-        await a.dispose();
-        await b.dispose();
-      }
-    });
-
-    test('mutual exclusion across 4 OS processes: a GET/SET counter ends exact (and is not exact without the lock)', async () => {
-      const prefix = `mx${adapter.name}:`;
-      const run = async (mode: 'lock' | 'none', iterations: number): Promise<number> => {
-        const p = `${prefix}${mode}:`;
-        // all four start together once each has loaded and connected (a barrier in Redis, not a guessed start time)
-        const workers = Array.from({ length: 4 }, () => spawnWorker(worker, ['counter', adapter.name, server.url, p, String(iterations), mode, '4']));
-        const codes = await Promise.all(workers.map((w) => waitForExit(w, 60_000)));
-        assert.deepEqual(codes, [0, 0, 0, 0]);
-        const { holdfast, dispose } = await open();
-        try {
-          return Number(await holdfast.core.command(['GET', `${p}counter`]));
-        } finally {
-          await dispose();
-        }
-      };
-      assert.equal(await run('lock', 50), 200);
-      const unlocked = await run('none', 50);
-      assert.ok(unlocked < 200, `without a lock updates are lost (${unlocked}/200)`);
-    });
-
-    test('a kill -9 of the holder frees the lock within its lease', async () => {
-      const prefix = `kill${adapter.name}:`;
-      const child = spawnWorker(worker, ['hold', adapter.name, server.url, prefix, 'crash', 'watchdog']);
-      await waitForLine(child, /^held /);
-      child.kill('SIGKILL');
-      const { holdfast, dispose } = await makeHoldfast(adapter, server.url, { prefix });
-      try {
-        const lock = holdfast.lock('crash');
-        assert.equal(await lock.isLocked(), true);
-        const t0 = performance.now();
-        const held = await lock.acquire({ timeout: 5000 });
-        const waited = performance.now() - t0;
-        assert.ok(waited <= 1200, `freed within the 1 s watchdog lease (${waited.toFixed(0)} ms)`);
-        await held.release();
-      } finally {
-        await dispose();
-      }
-    });
-
-    test('no timer keeps the process alive: a process that holds a lock and returns exits', async () => {
-      const child = spawnWorker(worker, ['exit', adapter.name, server.url, `exit${adapter.name}:`, 'x']);
-      assert.equal(await waitForExit(child, 10_000), 0);
-    });
+describeEachAdapter('Lock', (ctx) => {
+  test('acquire, inspect, release; tokens strictly increase', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('basic');
+      const first = await lock.acquire();
+      assert.equal(first.token, 1);
+      assert.equal(first.holdCount, 1);
+      const info = await lock.inspect();
+      assert.equal(info.owner, first.owner);
+      assert.equal(info.holdCount, 1);
+      assert.ok(info.remainingTtl !== null && info.remainingTtl > 29_000 && info.remainingTtl <= 30_000);
+      assert.equal(await lock.isLocked(), true);
+      await first.release();
+      assert.equal(await lock.isLocked(), false);
+      assert.equal(await lock.remainingTtl(), null);
+      const second = await lock.acquire();
+      assert.ok(second.token > first.token);
+      await second.release();
+      await second.release(); // idempotent
+      assert.equal((await lock.inspect()).lastToken, second.token);
+    } finally {
+      await dispose();
+    }
   });
-}
+
+  test('await using releases at the end of the scope', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('using');
+      {
+        await using held = await lock.acquire();
+        assert.equal(held.released, false);
+        assert.equal(await lock.isLocked(), true);
+      }
+      assert.equal(await lock.isLocked(), false);
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('a second owner waits, then gets the lock soon after the release (pub/sub, not the lease)', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('handoff');
+      const held = await lock.acquire();
+      assert.equal(await lock.tryAcquire(), null);
+      const started = performance.now();
+      const waiting = lock.acquire({ timeout: 10_000 });
+      await sleep(200);
+      await held.release();
+      const next = await waiting;
+      const waited = performance.now() - started;
+      assert.ok(waited < 2000, `woken by the release message, not the 30 s lease (waited ${waited.toFixed(0)} ms)`);
+      assert.ok(next.token > held.token);
+      await next.release();
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('timeout gives AcquireTimeoutError; abort rejects with the signal reason and leaves no state', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('wait');
+      const held = await lock.acquire();
+      const t0 = performance.now();
+      await assert.rejects(lock.acquire({ timeout: 300 }), (e: unknown) => e instanceof AcquireTimeoutError && e.code === 'ACQUIRE_TIMEOUT');
+      await assert.rejects(lock.acquire({ timeout: 0 }), AcquireTimeoutError, 'acquire with timeout 0 is one attempt, then a timeout');
+      assert.ok(performance.now() - t0 >= 290);
+      const controller = new AbortController();
+      const waiting = lock.acquire({ signal: controller.signal });
+      await sleep(100);
+      const reason = new Error('caller gave up');
+      controller.abort(reason);
+      await assert.rejects(waiting, (e) => e === reason);
+      await assert.rejects(lock.acquire({ signal: AbortSignal.abort(reason) }), (e) => e === reason);
+      await held.release();
+      assert.equal(await lock.isLocked(), false);
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('reentrant inside withLock (same async chain); a sibling chain is another owner and waits', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('reentrant');
+      const order: string[] = [];
+      await Promise.all([
+        lock.withLock(async ({ token }) => {
+          order.push('a:in');
+          const inner = await lock.acquire({ timeout: 1000 });
+          assert.equal(inner.token, token, 're-entry keeps the token');
+          assert.equal(inner.holdCount, 2);
+          await holdfast.withLock('reentrant', async (scope) => {
+            assert.equal(scope.lock.holdCount, 3);
+            assert.equal(await lock.holdCount(), 3);
+          });
+          await inner.release();
+          assert.equal(await lock.holdCount(), 1);
+          await sleep(150);
+          order.push('a:out');
+        }),
+        (async () => {
+          await sleep(20);
+          await lock.withLock(async () => {
+            order.push('b:in');
+          });
+        })(),
+      ]);
+      assert.deepEqual(order, ['a:in', 'a:out', 'b:in']);
+      assert.equal(await lock.isLocked(), false);
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('an explicit owner id is reentrant across clients (hand-over between processes)', async () => {
+    const a = await ctx.open();
+    const b = await ctx.open({ prefix: a.holdfast.settings.prefix });
+    try {
+      const held = await a.holdfast.lock('handover').acquire({ owner: 'job-7' });
+      assert.equal(await b.holdfast.lock('handover').tryAcquire(), null, 'another owner is refused');
+      const again = await b.holdfast.lock('handover').acquire({ owner: 'job-7', timeout: 0 });
+      assert.equal(again.token, held.token);
+      assert.equal(again.holdCount, 2);
+      await held.release();
+      await again.release();
+      assert.equal(await a.holdfast.lock('handover').isLocked(), false);
+    } finally {
+      await a.dispose();
+      await b.dispose();
+    }
+  });
+
+  test("release by a non-owner is refused and never deletes the other owner's lock", async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('nonowner');
+      const stale = await lock.acquire({ lease: 150 });
+      await sleep(250); // expired
+      assert.equal(stale.lost, true);
+      const fresh = await lock.acquire();
+      await assert.rejects(stale.release(), (e: unknown) => e instanceof LockNotHeldError && e.code === 'LOCK_NOT_HELD');
+      const info = await lock.inspect();
+      assert.equal(info.owner, fresh.owner, "the new owner's lock is intact");
+      // forced take-over: the old holder's release is refused too
+      assert.equal(await lock.forceUnlock(), true);
+      const third = await lock.acquire();
+      await assert.rejects(fresh.release(), LockNotHeldError);
+      assert.equal((await lock.inspect()).owner, third.owner);
+      await stale[Symbol.asyncDispose](); // never throws for a lost lock
+      await third.release();
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('explicit lease: no renewal, signal aborts with LockLostError(expired), others get it after', async () => {
+    const { holdfast, dispose } = await ctx.open();
+    try {
+      const lock = holdfast.lock('lease');
+      const lost: LockLostError[] = [];
+      holdfast.on('lockLost', (e) => lost.push(e));
+      const held = await lock.acquire({ lease: 300 });
+      const t0 = performance.now();
+      await new Promise((resolve) => held.signal.addEventListener('abort', resolve, { once: true }));
+      const at = performance.now() - t0;
+      // due at 300 − 5 ms drift allowance; the slack is for timer lateness on a loaded test machine
+      assert.ok(at >= 250 && at < 450, `the signal fires at the lease end (${at.toFixed(0)} ms)`);
+      assert.ok(held.signal.reason instanceof LockLostError);
+      assert.equal((held.signal.reason).reason, 'expired');
+      assert.equal(lost.length, 1);
+      const other = await lock.acquire({ timeout: 1000 });
+      assert.ok(other.token > held.token);
+      await other.release();
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('watchdog keeps the lock past its first lease and stops after release', async () => {
+    const { holdfast, dispose } = await ctx.open({ watchdogLease: 800, watchdogInterval: 200 });
+    try {
+      const lock = holdfast.lock('watchdog');
+      const held = await lock.acquire();
+      await sleep(2000); // two and a half leases
+      assert.equal(held.signal.aborted, false);
+      const ttl = await lock.remainingTtl();
+      assert.ok(ttl !== null && ttl > 300, `renewed (ttl ${ttl})`);
+      await held.release();
+      await sleep(500);
+      assert.equal(await lock.isLocked(), false, 'no renewal resurrects a released lock');
+      assert.equal(held.signal.aborted, false, 'a release is not a loss');
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('loss signal fires when Redis is paused past the lease', async () => {
+    const own = await RedisServer.start();
+    const { holdfast, dispose } = await ctx.open({ watchdogLease: 1000, watchdogInterval: 250, commandTimeout: 200 }, own.url);
+    try {
+      const held = await holdfast.lock('paused').acquire();
+      const t0 = performance.now();
+      own.pause();
+      await new Promise((resolve) => held.signal.addEventListener('abort', resolve, { once: true }));
+      const at = performance.now() - t0;
+      own.resume();
+      // renewals fail from the pause on; the signal is due when the last confirmed lease (≤ 1000 ms) would end.
+      // The slack is for timer lateness on a loaded test machine.
+      assert.ok(at < 1250, `aborted by the end of the lease (${at.toFixed(0)} ms)`);
+      assert.ok(at > 500, `not before renewals had a chance (${at.toFixed(0)} ms)`);
+      assert.equal((held.signal.reason as LockLostError).code, 'LOCK_LOST');
+    } finally {
+      own.resume();
+      await dispose();
+      await own.stop();
+    }
+  });
+
+  test('NOSCRIPT: SCRIPT FLUSH and a server restart are survived', async () => {
+    const own = await RedisServer.start();
+    const { holdfast, redis, dispose } = await ctx.open({ commandTimeout: 1000 }, own.url);
+    try {
+      const lock = holdfast.lock('noscript');
+      await (await lock.acquire()).release();
+      await holdfast.core.command(['SCRIPT', 'FLUSH']);
+      await (await lock.acquire()).release();
+      await own.restart();
+      // the client reconnects on its own; give it a moment
+      for (let i = 0; ; i++) {
+        try {
+          await (await lock.acquire({ timeout: 0 })).release();
+          break;
+        } catch (error) {
+          if (!(error instanceof RedisConnectionError) || i > 50) throw error;
+          await sleep(100);
+        }
+      }
+      void redis;
+    } finally {
+      await dispose();
+      await own.stop();
+    }
+  });
+
+  test('Redis down: a typed connection error within commandTimeout, not a hang', async () => {
+    const dead = await freePort();
+    const client =
+      ctx.adapter.name === 'ioredis'
+        ? new (await import('ioredis')).Redis(dead, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 }).on('error', () => {})
+        : (await import('redis')).createClient({ url: `redis://127.0.0.1:${dead}` }).on('error', () => {});
+    const holdfast = new Holdfast({ redis: client, commandTimeout: 300 });
+    const t0 = performance.now();
+    await assert.rejects(holdfast.lock('down').acquire({ timeout: 5000 }), (e: unknown) => isHoldfastError(e) && e.code === 'REDIS_CONNECTION');
+    assert.ok(performance.now() - t0 < 2000);
+    try {
+      await (client as unknown as { disconnect(): unknown }).disconnect();
+    } catch {
+      /* never connected */
+    }
+    await holdfast.close();
+  });
+
+  test('a release whose reply was lost is retried and reports the first result', async () => {
+    const { redis, dispose } = await ctx.open();
+    const base = toTransport(redis);
+    let dropNextRelease = 0;
+    const flaky: RedisTransport = {
+      ...base,
+      kind: 'flaky',
+      async evalsha(sha, keys, args) {
+        const reply = await base.evalsha(sha, keys, args);
+        if (dropNextRelease > 0 && keys[1]?.includes(':rel:')) {
+          dropNextRelease--;
+          throw new Error('Connection is closed.'); // the script ran, the reply never arrived
+        }
+        return reply;
+      },
+    };
+    const holdfast = new Holdfast({ redis: flaky, prefix: `flaky${ctx.adapter.name}:` });
+    try {
+      const lock = holdfast.lock('retry');
+      const outer = await lock.acquire({ owner: 'retry-owner' });
+      const inner = await lock.acquire({ owner: 'retry-owner' });
+      dropNextRelease = 1;
+      await inner.release(); // ran once in Redis; the retry must not decrement again
+      assert.equal(await lock.holdCount(), 1);
+      dropNextRelease = 1;
+      await outer.release(); // the retry sees the marker: released, not "not held"
+      assert.equal(await lock.isLocked(), false);
+    } finally {
+      await holdfast.close();
+      await dispose();
+    }
+  });
+
+  test('close() releases held locks, fails waiters, and ends signals', async () => {
+    const a = await ctx.open();
+    const b = await ctx.open({ prefix: a.holdfast.settings.prefix });
+    try {
+      const held = await a.holdfast.lock('close').acquire();
+      const other = await b.holdfast.lock('close2').acquire();
+      const waiter = assert.rejects(a.holdfast.lock('close2').acquire(), ClientClosedError); // waits: b holds close2
+      await sleep(100);
+      await a.holdfast.close();
+      await waiter;
+      assert.equal(held.signal.aborted, true);
+      assert.equal(await b.holdfast.lock('close').isLocked(), false, 'close released it');
+      await assert.rejects(a.holdfast.lock('close').acquire(), ClientClosedError);
+      await other.release();
+    } finally {
+      await a.dispose();
+      await b.dispose();
+    }
+  });
+
+  test('mutual exclusion across 4 OS processes: a GET/SET counter ends exact (and is not exact without the lock)', async () => {
+    const prefix = `mx${ctx.adapter.name}:`;
+    const run = async (mode: 'lock' | 'none', iterations: number): Promise<number> => {
+      const p = `${prefix}${mode}:`;
+      // all four start together once each has loaded and connected (a barrier in Redis, not a guessed start time)
+      const workers = Array.from({ length: 4 }, () => spawnWorker(worker, ['counter', ctx.adapter.name, ctx.server.url, p, String(iterations), mode, '4']));
+      const codes = await Promise.all(workers.map((w) => waitForExit(w, 60_000)));
+      assert.deepEqual(codes, [0, 0, 0, 0]);
+      const { holdfast, dispose } = await ctx.open();
+      try {
+        return Number(await holdfast.core.command(['GET', `${p}counter`]));
+      } finally {
+        await dispose();
+      }
+    };
+    assert.equal(await run('lock', 50), 200);
+    const unlocked = await run('none', 50);
+    assert.ok(unlocked < 200, `without a lock updates are lost (${unlocked}/200)`);
+  });
+
+  test('a kill -9 of the holder frees the lock within its lease', async () => {
+    const prefix = `kill${ctx.adapter.name}:`;
+    const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.server.url, prefix, 'crash', 'watchdog']);
+    await waitForLine(child, /^held /);
+    child.kill('SIGKILL');
+    const { holdfast, dispose } = await ctx.open({ prefix });
+    try {
+      const lock = holdfast.lock('crash');
+      assert.equal(await lock.isLocked(), true);
+      const t0 = performance.now();
+      const held = await lock.acquire({ timeout: 5000 });
+      const waited = performance.now() - t0;
+      assert.ok(waited <= 1200, `freed within the 1 s watchdog lease (${waited.toFixed(0)} ms)`);
+      await held.release();
+    } finally {
+      await dispose();
+    }
+  });
+
+  test('no timer keeps the process alive: a process that holds a lock and returns exits', async () => {
+    const child = spawnWorker(worker, ['exit', ctx.adapter.name, ctx.server.url, `exit${ctx.adapter.name}:`, 'x']);
+    assert.equal(await waitForExit(child, 10_000), 0);
+  });
+});
 
 describe('Lock: bad input is rejected before any Redis call', () => {
   // A transport that fails the test if anything reaches it.

@@ -3,9 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, UpgradeRefusedError, type Holdfast } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
+import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker, type Worker } from './fixtures/spawn.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+// The per-adapter suites have servers of their own; this one serves the describes outside them.
 let server: RedisServer;
 before(async () => {
   server = await RedisServer.start();
@@ -14,218 +15,207 @@ after(async () => {
   await server.stop();
 });
 
-for (const adapter of adapters) {
-  void describe(`ReadWriteLock (${adapter.name})`, () => {
-    let holdfast: Holdfast;
-    let dispose: () => Promise<void>;
-    before(async () => {
-      ({ holdfast, dispose } = await makeHoldfast(adapter, server.url, { watchdogLease: 1500, watchdogInterval: 300 }));
-    });
-    after(async () => {
-      await dispose();
-    });
+describeEachAdapter('ReadWriteLock', (ctx) => {
+  void it('admits many readers at once and no writer while they read', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-many');
+    const readers = await Promise.all([1, 2, 3].map(() => rw.readLock().acquire({ timeout: 1000 })));
+    assert.equal((await rw.inspect()).readers, 3);
+    assert.equal(await rw.writeLock().tryAcquire(), null);
+    for (const r of readers) await r.release();
+    const w = await rw.writeLock().acquire({ timeout: 1000 });
+    assert.ok(w.token > 0);
+    assert.equal(await rw.readLock().tryAcquire(), null);
+    assert.equal(await rw.writeLock().tryAcquire(), null);
+    await w.release();
+    const info = await rw.inspect();
+    assert.equal(info.writer, null);
+    assert.equal(info.readers, 0);
+  });
 
-    void it('admits many readers at once and no writer while they read', async () => {
-      const rw = holdfast.readWriteLock('rw-many');
-      const readers = await Promise.all([1, 2, 3].map(() => rw.readLock().acquire({ timeout: 1000 })));
-      assert.equal((await rw.inspect()).readers, 3);
-      assert.equal(await rw.writeLock().tryAcquire(), null);
-      for (const r of readers) await r.release();
-      const w = await rw.writeLock().acquire({ timeout: 1000 });
-      assert.ok(w.token > 0);
-      assert.equal(await rw.readLock().tryAcquire(), null);
-      assert.equal(await rw.writeLock().tryAcquire(), null);
-      await w.release();
-      const info = await rw.inspect();
-      assert.equal(info.writer, null);
-      assert.equal(info.readers, 0);
-    });
+  void it('wakes a waiting writer when the last reader leaves, and waiting readers when the writer leaves', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-wake');
+    const r1 = await rw.readLock().acquire();
+    const t0 = performance.now();
+    const writer = rw.writeLock().acquire({ timeout: 3000 });
+    await sleep(100);
+    await r1.release();
+    const w = await writer;
+    assert.ok(performance.now() - t0 < 600, 'woken by pub/sub, not by polling');
+    const reader = rw.readLock().acquire({ timeout: 3000 });
+    await sleep(100);
+    const t1 = performance.now();
+    await w.release();
+    await (await reader).release();
+    assert.ok(performance.now() - t1 < 400);
+  });
 
-    void it('wakes a waiting writer when the last reader leaves, and waiting readers when the writer leaves', async () => {
-      const rw = holdfast.readWriteLock('rw-wake');
-      const r1 = await rw.readLock().acquire();
-      const t0 = performance.now();
-      const writer = rw.writeLock().acquire({ timeout: 3000 });
-      await sleep(100);
-      await r1.release();
-      const w = await writer;
-      assert.ok(performance.now() - t0 < 600, 'woken by pub/sub, not by polling');
-      const reader = rw.readLock().acquire({ timeout: 3000 });
-      await sleep(100);
-      const t1 = performance.now();
-      await w.release();
-      await (await reader).release();
-      assert.ok(performance.now() - t1 < 400);
-    });
-
-    void it('is reentrant for readers and writers inside withLock, and counts holds', async () => {
-      const rw = holdfast.readWriteLock('rw-reentrant');
-      await rw.writeLock().withLock(async ({ lock, token }) => {
-        const again = await rw.writeLock().acquire({ timeout: 0 });
-        assert.equal(again.holdCount, 2);
-        assert.equal(again.token, token);
-        await again.release();
-        assert.equal(lock.holdCount, 1);
-      });
-      await rw.readLock().withLock(async () => {
-        const again = await rw.readLock().acquire({ timeout: 0 });
-        assert.equal(again.holdCount, 2);
-        await again.release();
-        assert.equal((await rw.inspect()).readers, 1);
-      });
-      assert.equal((await rw.inspect()).readers, 0);
-    });
-
-    void it('downgrades write → read for the same owner, and then lets other readers in', async () => {
-      const rw = holdfast.readWriteLock('rw-downgrade');
-      const w = await rw.writeLock().acquire();
-      assert.equal(await rw.readLock().tryAcquire(), null, 'another owner may not read during the write');
-      const r = await w.downgrade();
-      assert.equal(w.released, true);
-      assert.equal((await rw.inspect()).writer, null);
-      const other = await rw.readLock().acquire({ timeout: 500 });
-      assert.equal(await rw.writeLock().tryAcquire(), null);
-      await other.release();
-      await r.release();
-      // in a withLock chain: a read inside the write is a downgrade
-      await rw.writeLock().withLock(async () => {
-        const inner = await rw.readLock().acquire({ timeout: 0 });
-        assert.equal(inner.owner, (await rw.inspect()).writer);
-        await inner.release();
-      });
-    });
-
-    void it('refuses an upgrade read → write with UpgradeRefusedError instead of deadlocking', async () => {
-      const rw = holdfast.readWriteLock('rw-upgrade');
-      await rw.readLock().withLock(async () => {
-        await assert.rejects(rw.writeLock().acquire({ timeout: 5000 }), UpgradeRefusedError);
-      });
-      const r = await rw.readLock().acquire();
-      await assert.rejects(rw.writeLock().acquire({ owner: r.owner }), (e: unknown) => e instanceof UpgradeRefusedError && e.code === 'UPGRADE_REFUSED');
-      await r.release();
-    });
-
-    void it('holds back new readers while a writer waits (writers are not starved)', async () => {
-      const rw = holdfast.readWriteLock('rw-starve');
-      const r1 = await rw.readLock().acquire();
-      const writer = rw.writeLock().acquire({ timeout: 3000 });
-      await sleep(100);
-      assert.equal((await rw.inspect()).waitingWriters, 1);
-      assert.equal(await rw.readLock().tryAcquire(), null, 'a new reader waits behind the writer');
-      // an existing reader may re-enter (else it would deadlock with the writer)
-      const again = await rw.readLock().acquire({ owner: r1.owner, timeout: 0 });
+  void it('is reentrant for readers and writers inside withLock, and counts holds', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-reentrant');
+    await rw.writeLock().withLock(async ({ lock, token }) => {
+      const again = await rw.writeLock().acquire({ timeout: 0 });
+      assert.equal(again.holdCount, 2);
+      assert.equal(again.token, token);
       await again.release();
-      await r1.release();
-      const w = await writer;
-      assert.equal((await rw.inspect()).waitingWriters, 0);
-      await w.release();
+      assert.equal(lock.holdCount, 1);
     });
-
-    void it('withdraws the intent of a writer that gives up, and wakes the readers it held back', async () => {
-      const rw = holdfast.readWriteLock('rw-withdraw');
-      const r1 = await rw.readLock().acquire();
-      const writer = rw.writeLock().acquire({ timeout: 300 });
-      await sleep(50);
-      const reader = rw.readLock().acquire({ timeout: 2000 });
-      await assert.rejects(writer, AcquireTimeoutError);
-      const t0 = performance.now();
-      await (await reader).release();
-      assert.ok(performance.now() - t0 < 500);
-      assert.equal((await rw.inspect()).waitingWriters, 0);
-      await r1.release();
-    });
-
-    void it('lets a crashed waiting writer hold readers back only until its intent lapses', async () => {
-      const rw = holdfast.readWriteLock('rw-intent', { writerIntent: 300 });
-      // plant the intent a killed waiting writer leaves behind (expiry in Redis time)
-      const key = holdfast.core.keys.rwIntents('rw-intent');
-      const [sec, usec] = (await holdfast.core.command(['TIME'], key)) as string[];
-      const redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-      await holdfast.core.command(['ZADD', key, String(redisNow + 300), 'dead-writer'], key);
-      assert.equal(await rw.readLock().tryAcquire(), null);
-      const t0 = performance.now();
-      const r = await rw.readLock().acquire({ timeout: 2000 });
-      const waited = performance.now() - t0;
-      assert.ok(waited > 150 && waited < 1500, `reader waited ${Math.round(waited)} ms for a 300 ms intent`);
-      await r.release();
-    });
-
-    void it('a waiting writer keeps its intent alive for as long as it waits', async () => {
-      const rw = holdfast.readWriteLock('rw-refresh', { writerIntent: 600 });
-      const r1 = await rw.readLock().acquire(); // watchdog lease: held until released
-      const writer = rw.writeLock().acquire({ timeout: 5000 });
-      await sleep(1300); // over two intent lifetimes: the writer must have refreshed it
-      assert.equal((await rw.inspect()).waitingWriters, 1);
-      assert.equal(await rw.readLock().tryAcquire(), null);
-      await r1.release();
-      await (await writer).release();
-    });
-
-    void it('keeps watchdog leases alive, and aborts the signal when a read hold is lost', async () => {
-      const rw = holdfast.readWriteLock('rw-watchdog');
-      const rw2 = holdfast.readWriteLock('rw-watchdog-w');
-      const r = await rw.readLock().acquire();
-      const w = await rw2.writeLock().acquire();
-      await sleep(1800); // > watchdogLease 1500: only the watchdog keeps them
+    await rw.readLock().withLock(async () => {
+      const again = await rw.readLock().acquire({ timeout: 0 });
+      assert.equal(again.holdCount, 2);
+      await again.release();
       assert.equal((await rw.inspect()).readers, 1);
-      assert.equal((await rw2.inspect()).writer, w.owner);
-      assert.equal(r.lost || w.lost, false);
-      await r.release();
-      await w.release();
-      const fixed = await rw.readLock().acquire({ lease: 200 });
-      const lost = new Promise((resolve) => fixed.signal.addEventListener('abort', () => resolve(fixed.signal.reason)));
-      const reason = await lost;
-      assert.ok(reason instanceof LockLostError);
-      await sleep(20); // the signal fires a little before Redis' expiry (drift allowance)
-      assert.equal((await rw.inspect()).readers, 0);
-      await assert.rejects(fixed.release(), LockNotHeldError);
-      await fixed[Symbol.asyncDispose](); // never throws for a lost hold
     });
+    assert.equal((await rw.inspect()).readers, 0);
+  });
 
-    void it('write tokens strictly increase and share the name counter with the plain lock', async () => {
-      const name = 'rw-tokens';
-      const rw = holdfast.readWriteLock(name);
-      const tokens: number[] = [];
-      for (let i = 0; i < 3; i++) {
-        const w = await rw.writeLock().acquire();
-        tokens.push(w.token);
-        await w.release();
-        const l = await holdfast.lock(name).acquire();
-        tokens.push(l.token);
-        await l.release();
-      }
-      for (let i = 1; i < tokens.length; i++) assert.ok((tokens[i] as number) > (tokens[i - 1] as number), `tokens ${tokens.join(',')}`);
-    });
-
-    void it('close() releases read and write holds', async () => {
-      const { holdfast: h2, dispose: d2 } = await makeHoldfast(adapter, server.url, { prefix: (holdfast.settings.prefix) });
-      const r = await h2.readWriteLock('rw-close-r').readLock().acquire();
-      const w = await h2.readWriteLock('rw-close-w').writeLock().acquire();
-      await d2();
-      assert.ok(r.lost && w.lost);
-      assert.equal((await holdfast.readWriteLock('rw-close-r').inspect()).readers, 0);
-      assert.equal((await holdfast.readWriteLock('rw-close-w').inspect()).writer, null);
-    });
-
-    void it('rejects bad input before any Redis call', async () => {
-      assert.throws(() => holdfast.readWriteLock(''), RangeError);
-      assert.throws(() => holdfast.readWriteLock(42 as unknown as string), TypeError);
-      assert.throws(() => holdfast.readWriteLock('x', { writerIntent: 0 }), RangeError);
-      assert.throws(() => holdfast.readWriteLock('x', { intent: 5 } as never), TypeError);
-      const rw = holdfast.readWriteLock('rw-bad');
-      await assert.rejects(rw.readLock().acquire({ timeout: -1 }), RangeError);
-      await assert.rejects(rw.writeLock().acquire({ lease: 1.5 }), RangeError);
-      await assert.rejects(rw.writeLock().acquire({ signal: 'x' as never }), TypeError);
-      await assert.rejects(rw.readLock().acquire({ leaseMs: 5 } as never), TypeError);
-      await assert.rejects(rw.readLock().acquire({ owner: '' }), RangeError);
-      await assert.rejects(rw.readLock().withLock('x' as never), TypeError);
-      const w = await rw.writeLock().acquire();
-      await assert.rejects(w.extend(-5), RangeError);
-      await assert.rejects(w.downgrade({ owner: 'x' } as never), TypeError);
-      await w.release();
+  void it('downgrades write → read for the same owner, and then lets other readers in', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-downgrade');
+    const w = await rw.writeLock().acquire();
+    assert.equal(await rw.readLock().tryAcquire(), null, 'another owner may not read during the write');
+    const r = await w.downgrade();
+    assert.equal(w.released, true);
+    assert.equal((await rw.inspect()).writer, null);
+    const other = await rw.readLock().acquire({ timeout: 500 });
+    assert.equal(await rw.writeLock().tryAcquire(), null);
+    await other.release();
+    await r.release();
+    // in a withLock chain: a read inside the write is a downgrade
+    await rw.writeLock().withLock(async () => {
+      const inner = await rw.readLock().acquire({ timeout: 0 });
+      assert.equal(inner.owner, (await rw.inspect()).writer);
+      await inner.release();
     });
   });
-}
+
+  void it('refuses an upgrade read → write with UpgradeRefusedError instead of deadlocking', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-upgrade');
+    await rw.readLock().withLock(async () => {
+      await assert.rejects(rw.writeLock().acquire({ timeout: 5000 }), UpgradeRefusedError);
+    });
+    const r = await rw.readLock().acquire();
+    await assert.rejects(rw.writeLock().acquire({ owner: r.owner }), (e: unknown) => e instanceof UpgradeRefusedError && e.code === 'UPGRADE_REFUSED');
+    await r.release();
+  });
+
+  void it('holds back new readers while a writer waits (writers are not starved)', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-starve');
+    const r1 = await rw.readLock().acquire();
+    const writer = rw.writeLock().acquire({ timeout: 3000 });
+    await sleep(100);
+    assert.equal((await rw.inspect()).waitingWriters, 1);
+    assert.equal(await rw.readLock().tryAcquire(), null, 'a new reader waits behind the writer');
+    // an existing reader may re-enter (else it would deadlock with the writer)
+    const again = await rw.readLock().acquire({ owner: r1.owner, timeout: 0 });
+    await again.release();
+    await r1.release();
+    const w = await writer;
+    assert.equal((await rw.inspect()).waitingWriters, 0);
+    await w.release();
+  });
+
+  void it('withdraws the intent of a writer that gives up, and wakes the readers it held back', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-withdraw');
+    const r1 = await rw.readLock().acquire();
+    const writer = rw.writeLock().acquire({ timeout: 300 });
+    await sleep(50);
+    const reader = rw.readLock().acquire({ timeout: 2000 });
+    await assert.rejects(writer, AcquireTimeoutError);
+    const t0 = performance.now();
+    await (await reader).release();
+    assert.ok(performance.now() - t0 < 500);
+    assert.equal((await rw.inspect()).waitingWriters, 0);
+    await r1.release();
+  });
+
+  void it('lets a crashed waiting writer hold readers back only until its intent lapses', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-intent', { writerIntent: 300 });
+    // plant the intent a killed waiting writer leaves behind (expiry in Redis time)
+    const key = ctx.holdfast.core.keys.rwIntents('rw-intent');
+    const [sec, usec] = (await ctx.holdfast.core.command(['TIME'], key)) as string[];
+    const redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    await ctx.holdfast.core.command(['ZADD', key, String(redisNow + 300), 'dead-writer'], key);
+    assert.equal(await rw.readLock().tryAcquire(), null);
+    const t0 = performance.now();
+    const r = await rw.readLock().acquire({ timeout: 2000 });
+    const waited = performance.now() - t0;
+    assert.ok(waited > 150 && waited < 1500, `reader waited ${Math.round(waited)} ms for a 300 ms intent`);
+    await r.release();
+  });
+
+  void it('a waiting writer keeps its intent alive for as long as it waits', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-refresh', { writerIntent: 600 });
+    const r1 = await rw.readLock().acquire(); // watchdog lease: held until released
+    const writer = rw.writeLock().acquire({ timeout: 5000 });
+    await sleep(1300); // over two intent lifetimes: the writer must have refreshed it
+    assert.equal((await rw.inspect()).waitingWriters, 1);
+    assert.equal(await rw.readLock().tryAcquire(), null);
+    await r1.release();
+    await (await writer).release();
+  });
+
+  void it('keeps watchdog leases alive, and aborts the signal when a read hold is lost', async () => {
+    const rw = ctx.holdfast.readWriteLock('rw-watchdog');
+    const rw2 = ctx.holdfast.readWriteLock('rw-watchdog-w');
+    const r = await rw.readLock().acquire();
+    const w = await rw2.writeLock().acquire();
+    await sleep(1800); // > watchdogLease 1500: only the watchdog keeps them
+    assert.equal((await rw.inspect()).readers, 1);
+    assert.equal((await rw2.inspect()).writer, w.owner);
+    assert.equal(r.lost || w.lost, false);
+    await r.release();
+    await w.release();
+    const fixed = await rw.readLock().acquire({ lease: 200 });
+    const lost = new Promise((resolve) => fixed.signal.addEventListener('abort', () => resolve(fixed.signal.reason)));
+    const reason = await lost;
+    assert.ok(reason instanceof LockLostError);
+    await sleep(20); // the signal fires a little before Redis' expiry (drift allowance)
+    assert.equal((await rw.inspect()).readers, 0);
+    await assert.rejects(fixed.release(), LockNotHeldError);
+    await fixed[Symbol.asyncDispose](); // never throws for a lost hold
+  });
+
+  void it('write tokens strictly increase and share the name counter with the plain lock', async () => {
+    const name = 'rw-tokens';
+    const rw = ctx.holdfast.readWriteLock(name);
+    const tokens: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const w = await rw.writeLock().acquire();
+      tokens.push(w.token);
+      await w.release();
+      const l = await ctx.holdfast.lock(name).acquire();
+      tokens.push(l.token);
+      await l.release();
+    }
+    for (let i = 1; i < tokens.length; i++) assert.ok((tokens[i] as number) > (tokens[i - 1] as number), `tokens ${tokens.join(',')}`);
+  });
+
+  void it('close() releases read and write holds', async () => {
+    const { holdfast: h2, dispose: d2 } = await ctx.open({ prefix: ctx.holdfast.settings.prefix });
+    const r = await h2.readWriteLock('rw-close-r').readLock().acquire();
+    const w = await h2.readWriteLock('rw-close-w').writeLock().acquire();
+    await d2();
+    assert.ok(r.lost && w.lost);
+    assert.equal((await ctx.holdfast.readWriteLock('rw-close-r').inspect()).readers, 0);
+    assert.equal((await ctx.holdfast.readWriteLock('rw-close-w').inspect()).writer, null);
+  });
+
+  void it('rejects bad input before any Redis call', async () => {
+    assert.throws(() => ctx.holdfast.readWriteLock(''), RangeError);
+    assert.throws(() => ctx.holdfast.readWriteLock(42 as unknown as string), TypeError);
+    assert.throws(() => ctx.holdfast.readWriteLock('x', { writerIntent: 0 }), RangeError);
+    assert.throws(() => ctx.holdfast.readWriteLock('x', { intent: 5 } as never), TypeError);
+    const rw = ctx.holdfast.readWriteLock('rw-bad');
+    await assert.rejects(rw.readLock().acquire({ timeout: -1 }), RangeError);
+    await assert.rejects(rw.writeLock().acquire({ lease: 1.5 }), RangeError);
+    await assert.rejects(rw.writeLock().acquire({ signal: 'x' as never }), TypeError);
+    await assert.rejects(rw.readLock().acquire({ leaseMs: 5 } as never), TypeError);
+    await assert.rejects(rw.readLock().acquire({ owner: '' }), RangeError);
+    await assert.rejects(rw.readLock().withLock('x' as never), TypeError);
+    const w = await rw.writeLock().acquire();
+    await assert.rejects(w.extend(-5), RangeError);
+    await assert.rejects(w.downgrade({ owner: 'x' } as never), TypeError);
+    await w.release();
+  });
+}, { holdfast: { watchdogLease: 1500, watchdogInterval: 300 } });
 
 void describe('ReadWriteLock across processes', () => {
   let holdfast: Holdfast;
