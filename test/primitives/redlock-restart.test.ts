@@ -3,24 +3,20 @@
  * (never where another owner holds it), so restarting the nodes one at a time never drops the lock.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Redlock, type RedlockOptions } from '../../src/index.js';
-import { adapters } from '../support/clients.js';
-import { RedisServer } from '../support/redis-server.js';
-import { sleep } from '../support/suite.js';
+import { describeEachAdapter, sleep } from '../support/suite.js';
 
-for (const adapter of adapters) {
-  void describe(`Redlock with nodes restarted one at a time (${adapter.name})`, () => {
-    const servers: RedisServer[] = [];
+describeEachAdapter(
+  'Redlock with nodes restarted one at a time',
+  (ctx) => {
     const clients: unknown[] = [];
     before(async () => {
-      for (let i = 0; i < 3; i++) servers.push(await RedisServer.start());
-      for (const s of servers) clients.push(await adapter.connect(s.url));
+      for (const s of ctx.servers) clients.push(await ctx.adapter.connect(s.url));
     });
     after(async () => {
-      for (const c of clients) await adapter.disconnect(c);
-      for (const s of servers) await s.stop();
+      for (const c of clients) await ctx.adapter.disconnect(c);
     });
 
     const make = (options: Omit<RedlockOptions, 'redis'> = {}): Redlock =>
@@ -31,7 +27,7 @@ for (const adapter of adapters) {
       const other = new Redlock({ redis: clients, prefix: redlock.keys.prefix, nodeTimeout: 300 });
       try {
         const held = await redlock.lock('rolling').acquire();
-        for (const [i, server] of servers.entries()) {
+        for (const [i, server] of ctx.servers.entries()) {
           await server.restart(); // empty: no persistence
           // back before the next goes down; give the watchdog a few renewals (the clients reconnect on their own)
           await sleep(1200);
@@ -60,7 +56,7 @@ for (const adapter of adapters) {
       const redlock = make({ watchdogLease: 1500, watchdogInterval: 200 });
       try {
         const held = await redlock.lock('foreign').acquire();
-        const direct = new Redis(servers[0]!.url);
+        const direct = new Redis(ctx.servers[0]!.url);
         try {
           // another owner on node 0 (as after a restart and someone else's minority attempt)
           await direct.set(redlock.keys.lock('foreign'), '1:999:someone-else', 'PX', 5000);
@@ -75,5 +71,6 @@ for (const adapter of adapters) {
         await redlock.close();
       }
     });
-  });
-}
+  },
+  { servers: 3 },
+);
