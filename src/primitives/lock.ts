@@ -56,7 +56,7 @@ export interface LockInfo {
   token: number;
   /** ms until the lease runs out, or `null` when free. */
   remainingTtl: number | null;
-  /** The last fencing token minted for this name (0 if none ever was). */
+  /** The last fencing token minted from this name's counter (shared with the other names of its Cluster slot): at least the token of every acquisition of this name so far. */
   lastToken: number;
 }
 

@@ -61,7 +61,7 @@ export interface ReadWriteLockInfo {
   readers: number;
   /** How many writers are waiting (live intents). */
   waitingWriters: number;
-  /** The last fencing token minted for this name. */
+  /** The last fencing token minted from this name's counter (shared with the other names of its Cluster slot): at least the token of every acquisition of this name so far. */
   lastToken: number;
 }
 
