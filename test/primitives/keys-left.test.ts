@@ -27,7 +27,7 @@ describeEachAdapter('Keys left behind', (ctx) => {
       const last = new Map<string, number>();
       const step = async (i: number): Promise<void> => {
         const name = `order:${i % 600}`; // each name used by several primitives
-        let token = 0;
+        let token: number;
         switch (i % 5) {
           case 0:
             token = await holdfast.lock(name).withLock(({ token: t }) => t);
