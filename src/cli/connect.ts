@@ -5,9 +5,7 @@
  *
  * @module
  */
-import type { RedisTransport } from '../client.js';
-import { ioredisTransport, type IoredisLike } from '../adapters/ioredis.js';
-import { nodeRedisTransport, type NodeRedisLike } from '../adapters/node-redis.js';
+import { ioredisTransport, nodeRedisTransport, type IoredisLike, type NodeRedisLike, type RedisTransport } from '../index.js';
 import { CliError, EXIT, UsageError } from './common.js';
 
 /** An open connection: the transport holdfast runs over, and how to close it. */

@@ -7,9 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
-import { AcquireTimeoutError, isHoldfastError, LockNotHeldError, RedisConnectionError } from '../errors.js';
-import { Holdfast } from '../holdfast.js';
-import type { HeldLock } from '../primitives/lock.js';
+import { AcquireTimeoutError, Holdfast, isHoldfastError, LockNotHeldError, RedisConnectionError, type HeldLock } from '../index.js';
 import { CliError, CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, msOption, parse, UsageError, warn } from './common.js';
 import { connect } from './connect.js';
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { Holdfast } from '../holdfast.js';
+import { Holdfast } from '../index.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, formatMs, msOption, out, parse, table, UsageError } from './common.js';
 import { connect } from './connect.js';
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
-import { isHoldfastError } from '../errors.js';
+import { isHoldfastError } from '../index.js';
 import { CliError, EXIT, out, UsageError, warn } from './common.js';
 import { demoCommand } from './demo/run.js';
 import { demoWorker } from './demo/worker.js';

@@ -9,9 +9,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { RedisTransport } from '../../client.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../../errors.js';
-import type { Holdfast } from '../../holdfast.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type Holdfast, type RedisTransport } from '../../index.js';
 
 /** The schemes, in the seed's order, then holdfast. */
 export const SCHEME_IDS = ['bronze', 'silver', 'gold', 'platinum', 'diamond', 'holdfast'] as const;
