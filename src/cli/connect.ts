@@ -1,5 +1,5 @@
 /**
- * The CLI's Redis connection. The library never depends on a Redis client (C14): the command loads one at run
+ * The CLI's Redis connection. The library never depends on a Redis client: the command loads one at run
  * time, `ioredis` first, then `redis` (node-redis), whichever is installed next to holdfast, and says how to get
  * one when neither is.
  *

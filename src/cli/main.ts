@@ -1,6 +1,6 @@
 /**
  * The `holdfast` command: run a command under a lock (`exec`), see and clear locks (`inspect`, `list`,
- * `unlock --force`), and run the seeds (`demo`).
+ * `unlock --force`), and show five common Redis lock schemes break under faults (`demo`).
  *
  * @module
  */
@@ -22,7 +22,7 @@ Commands:
   inspect <lock>           who holds a lock: owner, hold count, remaining lease, fencing token
   list                     every lock held now
   unlock --force <lock>    delete a lock whoever holds it
-  demo                     the five Redis lock schemes of the seeds and holdfast, side by side under faults
+  demo                     five common Redis lock schemes and holdfast, side by side under faults
 
 Run \`holdfast <command> --help\` for a command's options and examples.
 Redis: --url, else $REDIS_URL, else redis://127.0.0.1:6379 (password in the URL, $REDISCLI_AUTH or

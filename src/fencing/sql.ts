@@ -1,5 +1,5 @@
 /**
- * The resource side of fencing (C11) for a SQL row: the row keeps the newest fencing token it accepted in a
+ * The resource side of fencing for a SQL row: the row keeps the newest fencing token it accepted in a
  * `fence` column, and an update applies only if its token is not older:
  *
  * ```sql

@@ -1,5 +1,5 @@
 /**
- * The reentrant lock (C1–C5, C11, C15): mutual exclusion on one Redis key with a lease, an owner token, a fencing
+ * The reentrant lock: mutual exclusion on one Redis key with a lease, an owner token, a fencing
  * token, a watchdog, a loss signal and waiting on pub/sub.
  *
  * @module

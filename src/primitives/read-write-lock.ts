@@ -1,5 +1,5 @@
 /**
- * The read-write lock (C7): many readers or one writer.
+ * The read-write lock: many readers or one writer.
  *
  * - Reentrant both ways, per owner (an async call chain inside `withLock`, or an explicit `owner` id).
  * - Downgrade: the owner of the write lock may take the read lock, then release the write lock.

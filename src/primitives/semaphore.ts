@@ -1,5 +1,5 @@
 /**
- * The counting semaphore (C8): a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
+ * The counting semaphore: a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
  * gives n back and wakes waiters over pub/sub.
  *
  * Permits have no owner and no lease (as in Redisson): any caller may release, and permits taken by a process

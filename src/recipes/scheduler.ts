@@ -1,5 +1,5 @@
 /**
- * Scheduled jobs that run once per tick across any number of instances (C16), with ShedLock's `lockAtMostFor` /
+ * Scheduled jobs that run once per tick across any number of instances, with ShedLock's `lockAtMostFor` /
  * `lockAtLeastFor`. Every instance computes the same ticks from the cron expression (croner parses it); at a tick
  * each one asks Redis, in one script, to claim that tick: the first claim wins, the others see the tick recorded
  * (or the lock still held) and skip.

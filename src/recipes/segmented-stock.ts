@@ -1,5 +1,5 @@
 /**
- * A segmented stock (C18), after the seeds' lock segmentation for stock deduction under heavy load (like Java's
+ * A segmented stock, after the classic lock segmentation for stock deduction under heavy load (like Java's
  * LongAdder): the stock is split into N segment counters. `take(n)` takes from one segment picked at random in one
  * small atomic script; only when that segment is short does it fall back to one script that sees every segment,
  * moves on to a segment that has n, or combines several. The segments share the stock's `{name}` hash tag (one
