@@ -143,12 +143,32 @@ export function warn(message: string): void {
   process.stderr.write(`holdfast: ${oneLine(message)}\n`);
 }
 
-/** A plain text table: a header row, then rows; columns padded to their widest cell. */
+// East Asian wide and fullwidth characters (CJK, Hangul, fullwidth forms, most emoji) take two terminal columns.
+const WIDE: readonly (readonly [number, number])[] = [
+  [0x1100, 0x115f], [0x2e80, 0x303e], [0x3041, 0x33ff], [0x3400, 0x4dbf], [0x4e00, 0x9fff], [0xa000, 0xa4cf],
+  [0xac00, 0xd7a3], [0xf900, 0xfaff], [0xfe30, 0xfe4f], [0xff00, 0xff60], [0xffe0, 0xffe6], [0x1f300, 0x1f64f],
+  [0x1f900, 0x1f9ff], [0x20000, 0x3fffd],
+];
+// Combining marks and zero-width characters take none.
+const ZERO: readonly (readonly [number, number])[] = [[0x0300, 0x036f], [0x200b, 0x200f], [0xfe00, 0xfe0f]];
+const within = (ranges: readonly (readonly [number, number])[], cp: number) => ranges.some(([a, b]) => cp >= a && cp <= b);
+
+/** The columns `text` takes in a terminal: wide characters count two, combining marks none. */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    width += within(ZERO, cp) ? 0 : within(WIDE, cp) ? 2 : 1;
+  }
+  return width;
+}
+
+/** A plain text table: a header row, then rows; columns padded to their widest cell, by terminal columns. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = header.map((h, i) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ''))));
   const line = (cells: readonly string[]) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - displayWidth(c)))))
       .join('  ')
       .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
