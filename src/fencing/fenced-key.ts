@@ -46,6 +46,7 @@ function checkToken(value: unknown): number {
 export class FencedKey {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The resource's name. */
     readonly name: string,

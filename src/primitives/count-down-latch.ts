@@ -45,6 +45,7 @@ export interface LatchAwaitOptions {
 export class CountDownLatch {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The latch's name. */
     readonly name: string,

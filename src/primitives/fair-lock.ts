@@ -155,6 +155,7 @@ export class FairLock implements HoldSource {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

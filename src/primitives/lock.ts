@@ -77,6 +77,7 @@ export interface LockScope {
  * which share `Hold` and {@link HeldLock}.
  */
 export interface HoldSource {
+  /** @internal */
   readonly core: Core;
   readonly name: string;
   /** Releases one hold (see {@link Lock.releaseHold}). */
@@ -207,6 +208,7 @@ export class HeldLock implements AsyncDisposable {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly hold: Hold,
     /** The owner's hold count in Redis right after this acquisition (1 = first hold). */
     readonly holdCount: number,
@@ -282,6 +284,7 @@ export class HeldLock implements AsyncDisposable {
 export class Lock implements HoldSource {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

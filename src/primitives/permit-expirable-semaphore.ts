@@ -65,6 +65,7 @@ export class Permit implements AsyncDisposable, Closable {
 
   /** @internal */
   constructor(
+    /** The semaphore this permit belongs to. */
     readonly semaphore: PermitExpirableSemaphore,
     /** The permit id: release or extend it by id from anywhere (keep it secret). */
     readonly id: string,
@@ -152,6 +153,7 @@ export class Permit implements AsyncDisposable, Closable {
 export class PermitExpirableSemaphore {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,

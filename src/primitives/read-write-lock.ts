@@ -104,7 +104,10 @@ export interface WriteLockScope {
 /** The read side of a {@link ReadWriteLock}. Same API as `Lock`. */
 export class ReadLock extends OwnedLock<HeldReadLock> {
   /** @internal */
-  constructor(readonly rw: ReadWriteLock) {
+  constructor(
+    /** The read-write lock this side belongs to. */
+    readonly rw: ReadWriteLock,
+  ) {
     super(rw.core, rw.name);
   }
   protected get contextKey(): string {
@@ -141,7 +144,7 @@ export class ReadLock extends OwnedLock<HeldReadLock> {
     return new HeldReadLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the read lock; see {@link OwnedLock.withLock}. */
+  /** Runs `fn` under the read lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(fn, options);
   }
@@ -150,7 +153,10 @@ export class ReadLock extends OwnedLock<HeldReadLock> {
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
 export class WriteLock extends OwnedLock<HeldWriteLock> {
   /** @internal */
-  constructor(readonly rw: ReadWriteLock) {
+  constructor(
+    /** The read-write lock this side belongs to. */
+    readonly rw: ReadWriteLock,
+  ) {
     super(rw.core, rw.name);
   }
   protected get contextKey(): string {
@@ -197,7 +203,7 @@ export class WriteLock extends OwnedLock<HeldWriteLock> {
     return new HeldWriteLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the write lock; see {@link OwnedLock.withLock}. */
+  /** Runs `fn` under the write lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
   }
@@ -223,6 +229,7 @@ export class ReadWriteLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

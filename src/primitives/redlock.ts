@@ -261,6 +261,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 export class RedlockLock {
   /** @internal */
   constructor(
+    /** The Redlock client this lock belongs to. */
     readonly redlock: Redlock,
     /** The lock's name. */
     readonly name: string,
@@ -469,6 +470,7 @@ export class HeldRedlock implements AsyncDisposable, Closable {
 
   /** @internal */
   constructor(
+    /** The lock this hold is of. */
     readonly lock: RedlockLock,
     /** The owner id (random, per acquisition). */
     readonly owner: string,

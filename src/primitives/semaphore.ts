@@ -41,6 +41,7 @@ export class SemaphorePermits implements AsyncDisposable, Closable {
 
   /** @internal */
   constructor(
+    /** The semaphore these permits came from. */
     readonly semaphore: Semaphore,
     /** How many permits this holds. */
     readonly permits: number,
@@ -101,6 +102,7 @@ export function checkPermitDelta(value: unknown, what = 'permits'): number {
 export class Semaphore {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,

@@ -94,9 +94,27 @@ export type SkipReason = 'claimed-elsewhere' | 'locked' | 'running-here';
 /** Events of a {@link Scheduler}. */
 export interface SchedulerEvents {
   /** A run finished without throwing. */
-  run: [info: { name: string; tick: Date; durationMs: number }];
+  run: [
+    info: {
+      /** The job's name. */
+      name: string;
+      /** The tick that ran (its scheduled instant). */
+      tick: Date;
+      /** How long the run took, ms. */
+      durationMs: number;
+    },
+  ];
   /** This instance did not run a tick: another instance claimed it, or an earlier run still holds the job. */
-  skip: [info: { name: string; tick: Date; reason: SkipReason }];
+  skip: [
+    info: {
+      /** The job's name. */
+      name: string;
+      /** The tick that was skipped. */
+      tick: Date;
+      /** Why this instance did not run it. */
+      reason: SkipReason;
+    },
+  ];
   /** A run threw, or Redis failed while claiming or finishing a tick. The schedule goes on. */
   jobError: [error: unknown, info: JobRunInfo];
 }
@@ -258,6 +276,7 @@ export class ScheduledJob {
 
   /** @internal */
   constructor(
+    /** The scheduler that runs this job. */
     readonly scheduler: Scheduler,
     /** The job's name. */
     readonly name: string,
@@ -266,7 +285,12 @@ export class ScheduledJob {
     private readonly pattern: Cron,
     private readonly fn: JobFunction,
     /** The job's lock durations in ms. */
-    readonly locks: { lockAtMostFor: number; lockAtLeastFor: number },
+    readonly locks: {
+      /** The longest a run holds the job, ms. */
+      lockAtMostFor: number;
+      /** The shortest a run holds the job, ms. */
+      lockAtLeastFor: number;
+    },
   ) {}
 
   /** The next tick this instance will try to claim, or `null` when none is left (or the job was stopped). */

@@ -98,7 +98,12 @@ export class SegmentedStock {
   }
 
   /** The units left in total and in each segment (read in one step). */
-  async availableBySegment(): Promise<{ total: number; segments: number[] }> {
+  async availableBySegment(): Promise<{
+    /** Units left in all segments. */
+    total: number;
+    /** Units left in each segment, by index. */
+    segments: number[];
+  }> {
     this.#core.assertOpen();
     const reply = (await this.#core.run(scripts['stock/available'], this.#keys, [])) as number[];
     return { total: Number(reply[0] ?? 0), segments: reply.slice(1).map(Number) };

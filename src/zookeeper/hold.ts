@@ -22,6 +22,7 @@ export class ZkHold implements Closable {
   readonly #detach: () => void;
 
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The primitive's name, for errors. */
     readonly name: string,
@@ -151,7 +152,10 @@ export class ZkHeldLock implements AsyncDisposable {
   #released: Promise<void> | undefined;
 
   /** @internal */
-  constructor(readonly hold: ZkHold) {}
+  constructor(
+    /** @internal */
+    readonly hold: ZkHold,
+  ) {}
 
   /** The primitive's name. */
   get name(): string {

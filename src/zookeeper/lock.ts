@@ -132,6 +132,7 @@ export class ZkLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The lock's name. */
     readonly name: string,
