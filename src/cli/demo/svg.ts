@@ -16,7 +16,7 @@ export function timelineSvg(results: readonly RunResult[], opts: { leaseMs: numb
   const schemes = SCHEME_IDS.filter((s) => results.some((r) => r.scheme === s));
   const faults = FAULT_IDS.filter((f) => results.some((r) => r.fault === f));
   const workers = Math.max(2, ...results.map((r) => r.workers));
-  const labelW = 170;
+  const labelW = 200;
   const panelW = 360;
   const gap = 16;
   const laneH = 11;
