@@ -567,7 +567,7 @@ async function main(): Promise<void> {
         growth <= 1.1,
       );
     }
-    log('## Targets (PRODUCT.md §3)\n');
+    log('## Targets\n');
     log(
       `1/(hold + 2 RTT) = ${f(ideal)} hand-offs/s with the nominal ${HOLD_MS} ms hold and the idle round trip (${f(rtt * 1000)} µs); ${f(idealMeasuredHold)} with the measured hold. ` +
         'The loaded round trip is a PING measured during the same scenario, under the load of its contenders (and of whatever else runs on the machine).\n',

@@ -15,7 +15,7 @@ import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
 import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
-import { Scheduler, type SchedulerOptions } from './recipes/scheduler.js';
+import { inspectJob, Scheduler, type JobInfo, type SchedulerOptions } from './recipes/scheduler.js';
 import { SegmentedStock, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 import { CountDownLatch } from './primitives/count-down-latch.js';
 import { MultiLock, toLocks } from './primitives/multi-lock.js';
@@ -195,6 +195,16 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       }
     } while (cursor !== '0');
     return moved;
+  }
+
+  /**
+   * A scheduled job's record (of the scheduler or its node-cron, `cron` and NestJS adapters): its last tick run, by
+   * which instance fingerprint, how long it took, its error, and whether a run holds it now.
+   * @returns `undefined` when the job has no record (never claimed, or forgotten 7 days after its last tick)
+   */
+  inspectJob(name: string): Promise<JobInfo | undefined> {
+    this.core.assertOpen();
+    return inspectJob(this.core, checkName(name));
   }
 
   /** A handle on the reentrant lock `name` (cheap; no Redis call). */

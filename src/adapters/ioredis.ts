@@ -2,23 +2,39 @@ import type { RedisSubscriber, RedisTransport } from '../client.js';
 
 /** The part of an ioredis `Redis` or `Cluster` the adapter uses (structural: holdfast never imports ioredis). */
 export interface IoredisLike {
+  /** `EVALSHA`: runs a cached script. */
   evalsha(sha: string, numKeys: number, ...rest: (string | number)[]): Promise<unknown>;
+  /** `EVAL`: runs a script (after `NOSCRIPT`). */
   eval(script: string, numKeys: number, ...rest: (string | number)[]): Promise<unknown>;
+  /** Any other command. */
   call(command: string, ...args: string[]): Promise<unknown>;
+  /** A new connection with the same settings: holdfast's one pub/sub connection. */
   duplicate(...override: unknown[]): IoredisLike;
+  /** `SUBSCRIBE` (on the duplicate). */
   subscribe(...channels: string[]): Promise<unknown>;
+  /** `UNSUBSCRIBE` (on the duplicate). */
   unsubscribe(...channels: string[]): Promise<unknown>;
+  /** `SSUBSCRIBE`, with `shardedPubSub`. */
   ssubscribe?(...channels: string[]): Promise<unknown>;
+  /** `SUNSUBSCRIBE`, with `shardedPubSub`. */
   sunsubscribe?(...channels: string[]): Promise<unknown>;
+  /** Event listener (`message`, `smessage`, `error`, `ready`). */
   on(event: string, listener: (...args: never[]) => void): unknown;
+  /** Closes the connection gracefully (holdfast only closes the duplicate it opened). */
   quit(): Promise<unknown>;
+  /** Closes the connection at once. */
   disconnect(): void;
   /** Present on a `Cluster`: the node key (`host:port`) of each slot's master first. */
   slots?: unknown;
   /** Present on a `Cluster`. */
   nodes?(role?: string): IoredisLike[];
   /** Present on a node of a `Cluster`. */
-  options?: { host?: string | undefined; port?: number | undefined };
+  options?: {
+    /** The node's host. */
+    host?: string | undefined;
+    /** The node's port. */
+    port?: number | undefined;
+  };
 }
 
 /** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */

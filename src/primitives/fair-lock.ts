@@ -1,5 +1,5 @@
 /**
- * The fair lock (C6): a reentrant lock whose waiters queue in FIFO order across every process, and whose release
+ * The fair lock: a reentrant lock whose waiters queue in FIFO order across every process, and whose release
  * hands the lock straight to the head of the queue.
  *
  * How a hand-off works, and why it is O(1) however many wait:
@@ -157,6 +157,7 @@ export class FairLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

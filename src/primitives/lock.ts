@@ -1,5 +1,5 @@
 /**
- * The reentrant lock (C1–C5, C11, C15): mutual exclusion on one Redis key with a lease, an owner token, a fencing
+ * The reentrant lock: mutual exclusion on one Redis key with a lease, an owner token, a fencing
  * token, a watchdog, a loss signal and waiting on pub/sub.
  *
  * @module
@@ -91,6 +91,7 @@ export class Lock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

@@ -1,5 +1,5 @@
 /**
- * The read-write lock (C7): many readers or one writer.
+ * The read-write lock: many readers or one writer.
  *
  * - Reentrant both ways, per owner (an async call chain inside `withLock`, or an explicit `owner` id).
  * - Downgrade: the owner of the write lock may take the read lock, then release the write lock.
@@ -250,7 +250,7 @@ export class ReadLock extends Side<HeldReadLock> {
     return new HeldReadLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the read lock; see `WriteLock.withLock`. */
+  /** Runs `fn` under the read lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(fn, options);
   }
@@ -309,7 +309,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     return new HeldWriteLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the write lock; see `ReadLock.withLock`. */
+  /** Runs `fn` under the write lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
   }
@@ -335,6 +335,7 @@ export class ReadWriteLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

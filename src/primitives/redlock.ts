@@ -1,5 +1,5 @@
 /**
- * Redlock (C12): one lock over N independent Redis masters, held while a majority of them hold it.
+ * Redlock: one lock over N independent Redis masters, held while a majority of them hold it.
  *
  * Each node runs the same scripts as the single-Redis {@link Lock} (`lock/acquire`, `lock/renew`, `lock/release`), so
  * the keys are the same and a node can be inspected with the usual tools. On top:
@@ -255,6 +255,7 @@ export class RedlockLock {
 
   /** @internal */
   constructor(
+    /** The Redlock client this lock belongs to. */
     readonly redlock: Redlock,
     /** The lock's name. */
     readonly name: string,
