@@ -8,7 +8,8 @@
  * |----------------------------------|--------|---------------------|-------------------------|
  * | `holdfast:{orders:42}:lock`      | string | the lease           | lock: `<holds>:<token>:<owner>` |
  * | `holdfast:{<t>}:fence`           | string | none (a counter)    | every fresh acquisition of a name in slot(t) |
- * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
+ * | `holdfast:{orders:42}:lock:w`    | zset   | refreshed by waiters| lock: waiters → since when (only while contended) |
+| `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
  * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
  * | `holdfast:{orders:42}:fair`      | hash   | the lease / a grant | fair lock scripts       |
  * | `holdfast:{orders:42}:fair:q`    | list   | refreshed by waiters| fair lock: FIFO of owner ids |
@@ -131,6 +132,10 @@ export class Keys {
   /** The counter a name had in version 0.1 (one per name), read only by `Holdfast.migrateFencingCounters()`. */
   legacyFence(name: string): string {
     return `${this.base(name)}:fence`;
+  }
+  /** The plain lock's waiters of every client: owner id → when it first found the lock taken (a zset, short TTL). */
+  lockWaiters(name: string): string {
+    return `${this.base(name)}:lock:w`;
   }
   /** The pub/sub channel that release messages go to. */
   channel(name: string): string {

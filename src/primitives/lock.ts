@@ -44,6 +44,21 @@ export interface AcquireOptions {
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
 
+/**
+ * How long a release reserves the freed lock for the longest-waiting waiter of another client, in ms: the time it
+ * has to wake and ask. Past it (the waiter died, or is slow), any waiter may take the lock.
+ */
+const RESERVE_MS = 50;
+
+/** The key names of one lock. */
+interface LockNames {
+  key: string;
+  /** The acquire script's keys: lock, fencing counter, waiters. */
+  keys: readonly string[];
+  channel: string;
+  waiters: string;
+}
+
 /** A point-in-time view of a lock in Redis. */
 export interface LockInfo {
   /** The lock's name. */
@@ -102,9 +117,10 @@ export class Lock {
         kind: 'lock',
         renew: async (owner, leaseMs) => (await core.run(scripts['lock/renew'], [this.#names().key], [owner, leaseMs])) === 1,
         releaseRequest: (owner) => {
-          const { key, channel } = this.#names();
-          const keys = [key, core.keys.releaseMarker(name, core.requestId())];
-          return async (retry) => (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
+          const { key, channel, waiters } = this.#names();
+          const keys = [key, core.keys.releaseMarker(name, core.requestId()), waiters];
+          return async (retry) =>
+            (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
         },
         releaseAll: (owner) => this.#releaseAll(owner),
       },
@@ -194,9 +210,15 @@ export class Lock {
     const mayHold = fresh ? '0' : '1';
     const table = this.#table;
 
+    // '0' a single attempt; '1' a first attempt that will wait (it joins the waiters if the lock is taken); '2' a
+    // waiter's later attempt. The waiters let a release reserve the lock for the one that has waited longest.
+    let waitMode = timeout === 0 ? '0' : '1';
+    const waiterTtl = Math.max(10_000, 2 * leaseMs);
     const attempt = (budget: number): Promise<Attempt<HeldLock>> => {
       const sentAt = now();
-      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold], budget).then(
+      const mode = waitMode;
+      if (waitMode === '1') waitMode = '2';
+      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold, mode, waiterTtl], budget).then(
         (raw): Attempt<HeldLock> => {
           // the common reply, a first hold's bare token, without the decoding
           if (typeof raw === 'number') return { done: true, value: new HeldLock(table.held(owner, raw, sentAt, leaseMs, watchdog), 1) };
@@ -223,7 +245,20 @@ export class Lock {
       ? first.value
       : first && timeout === 0
         ? null
-        : await waitFor(core, { name: this.name, channel, politeFirst: fresh, timeout, signal, attempt, first });
+        : await waitFor(core, {
+            name: this.name,
+            channel,
+            tag: owner,
+            politeFirst: fresh,
+            timeout,
+            signal,
+            attempt,
+            first,
+            // a waiter that gives up leaves the waiters, so no release reserves the lock for it
+            onGiveUp: async () => {
+              await core.run(scripts['lock/withdraw'], [this.#names().waiters], [owner]);
+            },
+          });
     if (held && sync) await this.#syncReplicas(held, sync);
     if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
     return held;
@@ -247,11 +282,14 @@ export class Lock {
   }
 
   /** Key names of this lock, built on first use. */
-  #keys: { key: string; keys: readonly string[]; channel: string } | undefined;
+  #keys: LockNames | undefined;
 
-  #names(): { key: string; keys: readonly string[]; channel: string } {
+  #names(): LockNames {
+    if (this.#keys) return this.#keys;
     const k = this.core.keys;
-    return (this.#keys ??= { key: k.lock(this.name), keys: [k.lock(this.name), k.fence(this.name)], channel: k.channel(this.name) });
+    const key = k.lock(this.name);
+    const waiters = k.lockWaiters(this.name);
+    return (this.#keys = { key, keys: [key, k.fence(this.name), waiters], channel: k.channel(this.name), waiters });
   }
 
   #abandon(owner: string): void {
@@ -262,12 +300,14 @@ export class Lock {
 
   #releaseAll(owner: string): Promise<unknown> {
     const core = this.core;
-    return core.run(scripts['lock/release'], [this.#names().key, core.keys.releaseMarker(this.name, core.requestId())], [
+    const { key, channel, waiters } = this.#names();
+    return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [
       owner,
-      this.#names().channel,
+      channel,
       core.settings.releaseMarkerTtl,
       '1',
       '0',
+      RESERVE_MS,
     ]);
   }
 }

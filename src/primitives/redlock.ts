@@ -371,10 +371,11 @@ export class RedlockLock {
     const nodeTimeout = redlock.settings.nodeTimeout;
     const owner = redlock.newOwner();
     const lockKeys = [keys.lock(this.name), keys.fence(this.name)];
+    const acquireKeys = [...lockKeys, keys.lockWaiters(this.name)];
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
     const replies: Settled<unknown>[] = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs, '0'], nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0', '0', 10_000], nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
@@ -455,8 +456,8 @@ export class RedlockLock {
         runScript(
           node,
           scripts['lock/release'],
-          [keys.lock(this.name), keys.releaseMarker(this.name, requestId)],
-          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0'],
+          [keys.lock(this.name), keys.releaseMarker(this.name, requestId), keys.lockWaiters(this.name)],
+          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0', 50],
           settings.nodeTimeout,
         ),
       ),
