@@ -26,6 +26,7 @@ export interface IoredisLike {
   disconnect(): void;
   /** Present on a `Cluster`: the node key (`host:port`) of each slot's master first. */
   slots?: unknown;
+  stream?: unknown;
   /** Present on a `Cluster`. */
   nodes?(role?: string): IoredisLike[];
   /** Present on a node of a `Cluster`. */
@@ -38,6 +39,47 @@ export interface IoredisLike {
 }
 
 /** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */
+/** The socket of an ioredis connection (`client.stream`), as far as holdfast uses it. */
+interface CorkableStream {
+  cork(): void;
+  uncork(): void;
+  writable?: boolean;
+}
+
+/**
+ * Script calls issued in one turn of the event loop share one socket write: the first goes out at once (a lone call
+ * waits for nothing); from the second on, the socket is corked until the turn ends, so the rest leave together in one
+ * `writev`. Many locks taken and released on one connection then cost one write per turn instead of one per command
+ * — the write, not Redis, is what limits them. The commands and their order are untouched.
+ */
+class WriteBatch {
+  #turn = false;
+  #corked: CorkableStream | undefined;
+
+  constructor(private readonly client: IoredisLike) {}
+
+  /** Called before each command is handed to ioredis. */
+  before(): void {
+    if (!this.#turn) {
+      this.#turn = true;
+      setImmediate(this.#endTurn);
+      return;
+    }
+    if (this.#corked) return;
+    const stream = this.client.stream as CorkableStream | undefined;
+    if (!stream || typeof stream.cork !== 'function' || stream.writable === false) return;
+    stream.cork();
+    this.#corked = stream;
+  }
+
+  readonly #endTurn = (): void => {
+    this.#turn = false;
+    const stream = this.#corked;
+    this.#corked = undefined;
+    stream?.uncork();
+  };
+}
+
 const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
 
 const CRC16_TABLE = ((): Uint16Array => {
@@ -86,10 +128,18 @@ export function ioredisTransport(client: IoredisLike): RedisTransport {
   client.on('close', () => {
     epoch++;
   });
+  // A standalone client: commands sent in the same turn of the event loop share one socket write (a Cluster client has
+  // a socket per node).
+  const batch = typeof client.nodes === 'function' ? undefined : new WriteBatch(client);
   return {
     kind: 'ioredis',
     epoch: () => epoch,
-    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    evalsha: batch
+      ? (sha, keys, args) => {
+          batch.before();
+          return client.evalsha(sha, keys.length, ...keys, ...args);
+        }
+      : (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
     command: ([name, ...args], key) => {
       // ioredis routes by the command's own keys; a keyless WAIT would go to a random node of a Cluster.

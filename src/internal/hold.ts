@@ -115,7 +115,9 @@ export interface ReleaseRequest {
  * re-entries share them.
  */
 export class HoldTable {
-  readonly #holds = new Map<string, Hold>();
+  // Most handles ever see one owner: a field for it, a map only from the second on.
+  #one: Hold | undefined;
+  #many: Map<string, Hold> | undefined;
 
   constructor(
     readonly ops: HoldOps,
@@ -128,7 +130,7 @@ export class HoldTable {
    * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
    */
   held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
-    let hold = this.#holds.get(owner);
+    let hold = this.get(owner);
     if (!hold || hold.lease.done) {
       const created = new Hold(this, owner, token);
       const host = this.host;
@@ -144,7 +146,7 @@ export class HoldTable {
           host.emitLost(error);
         },
       });
-      this.#holds.set(owner, created);
+      this.#set(created);
       host.holds.add(created);
       hold = created;
     } else {
@@ -156,12 +158,21 @@ export class HoldTable {
 
   /** The live hold of `owner` here, if any. */
   get(owner: string): Hold | undefined {
-    return this.#holds.get(owner);
+    return this.#one?.owner === owner ? this.#one : this.#many?.get(owner);
+  }
+
+  #set(hold: Hold): void {
+    if (this.#one === undefined || this.#one.owner === hold.owner) {
+      this.#one = hold;
+      return;
+    }
+    (this.#many ??= new Map()).set(hold.owner, hold);
   }
 
   /** Drops a hold that was released or lost. */
   forget(hold: Hold): void {
-    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    if (this.#one === hold) this.#one = undefined;
+    else if (this.#many?.get(hold.owner) === hold) this.#many.delete(hold.owner);
     this.host.holds.delete(hold);
   }
 

@@ -8,7 +8,7 @@ import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
-import { HoldTable, LeasedHeld } from '../internal/hold.js';
+import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { runHolding } from '../internal/scope.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
@@ -102,6 +102,7 @@ export class HeldLock extends LeasedHeld {
  * per acquisition (or per async call chain, see {@link Lock.withLock}), never per handle.
  */
 export class Lock {
+  readonly #ops: LockOps;
   readonly #table: HoldTable;
 
   /** @internal */
@@ -111,21 +112,8 @@ export class Lock {
     /** The lock's name. */
     readonly name: string,
   ) {
-    this.#table = new HoldTable(
-      {
-        name,
-        kind: 'lock',
-        renew: async (owner, leaseMs) => (await core.run(scripts['lock/renew'], [this.#names().key], [owner, leaseMs])) === 1,
-        releaseRequest: (owner) => {
-          const { key, channel, waiters } = this.#names();
-          const keys = [key, core.keys.releaseMarker(name, core.requestId()), waiters];
-          return async (retry) =>
-            (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
-        },
-        releaseAll: (owner) => this.#releaseAll(owner),
-      },
-      core,
-    );
+    this.#ops = new LockOps(core, name);
+    this.#table = new HoldTable(this.#ops, core);
   }
 
   /**
@@ -155,7 +143,7 @@ export class Lock {
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     const held = await this.acquire(options);
     const hold = held.hold;
-    return runHolding(this.core, this.#names().key, held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
+    return runHolding(this.core, this.#ops.names().key, held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
   }
 
   /** True when any owner holds the lock. */
@@ -200,7 +188,7 @@ export class Lock {
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
     const core = this.core;
-    const { key, keys, channel } = this.#names();
+    const { key, keys, channel } = this.#ops.names();
     const p = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, key);
     const sync = p.options.replicaSync === undefined ? core.settings.replicaSync : checkReplicaSync(p.options.replicaSync, 'options.replicaSync');
     const { owner, fresh, leaseMs, timeout, signal } = p;
@@ -256,7 +244,7 @@ export class Lock {
             first,
             // a waiter that gives up leaves the waiters, so no release reserves the lock for it
             onGiveUp: async () => {
-              await core.run(scripts['lock/withdraw'], [this.#names().waiters], [owner]);
+              await core.run(scripts['lock/withdraw'], [this.#ops.names().waiters], [owner]);
             },
           });
     if (held && sync) await this.#syncReplicas(held, sync);
@@ -281,26 +269,47 @@ export class Lock {
     }
   }
 
-  /** Key names of this lock, built on first use. */
-  #keys: LockNames | undefined;
-
-  #names(): LockNames {
-    if (this.#keys) return this.#keys;
-    const k = this.core.keys;
-    const key = k.lock(this.name);
-    const waiters = k.lockWaiters(this.name);
-    return (this.#keys = { key, keys: [key, k.fence(this.name), waiters], channel: k.channel(this.name), waiters });
-  }
-
   #abandon(owner: string): void {
-    this.#releaseAll(owner).catch(() => {
+    this.#ops.releaseAll(owner).catch(() => {
       /* Redis is unreachable: the lease will expire */
     });
   }
+}
 
-  #releaseAll(owner: string): Promise<unknown> {
+/** The lock's scripts, as the hold engine calls them (one small object per handle, no closures). */
+class LockOps implements HoldOps {
+  readonly kind = 'lock';
+  #names: LockNames | undefined;
+
+  constructor(
+    readonly core: Core,
+    readonly name: string,
+  ) {}
+
+  /** Key names of this lock, built on first use. */
+  names(): LockNames {
+    if (this.#names) return this.#names;
+    const k = this.core.keys;
+    const key = k.lock(this.name);
+    const waiters = k.lockWaiters(this.name);
+    return (this.#names = { key, keys: [key, k.fence(this.name), waiters], channel: k.channel(this.name), waiters });
+  }
+
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['lock/renew'], [this.names().key], [owner, leaseMs])) === 1;
+  }
+
+  releaseRequest(owner: string): (retry: boolean) => Promise<number> {
     const core = this.core;
-    const { key, channel, waiters } = this.#names();
+    const { key, channel, waiters } = this.names();
+    const keys = [key, core.keys.releaseMarker(this.name, core.requestId()), waiters];
+    return async (retry) =>
+      (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
+  }
+
+  releaseAll(owner: string): Promise<unknown> {
+    const core = this.core;
+    const { key, channel, waiters } = this.names();
     return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [
       owner,
       channel,
