@@ -1,4 +1,5 @@
 import type { RedisSubscriber, RedisTransport } from '../client.js';
+import { slotOf } from '../keys.js';
 
 /** The part of an ioredis `Redis` or `Cluster` the adapter uses (structural: holdfast never imports ioredis). */
 export interface IoredisLike {
@@ -82,29 +83,6 @@ class WriteBatch {
 
 const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
 
-const CRC16_TABLE = ((): Uint16Array => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let crc = i << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    table[i] = crc;
-  }
-  return table;
-})();
-
-/** The Redis Cluster slot of `key` (CRC16/XMODEM of the `{hash tag}` if there is one, mod 16384). */
-export function slotOf(key: string): number {
-  const open = key.indexOf('{');
-  if (open >= 0) {
-    const close = key.indexOf('}', open + 1);
-    if (close > open + 1) key = key.slice(open + 1, close);
-  }
-  let crc = 0;
-  for (const byte of Buffer.from(key, 'utf8')) crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ byte) & 0xff] ?? 0);
-  return crc % 16384;
-}
-
-/** On a Cluster, the connection of the master serving `key`'s slot (the one that ran the key's scripts). */
 function nodeFor(client: IoredisLike, key: string): IoredisLike | undefined {
   const slots = client.slots as string[][] | undefined;
   const nodeKey = slots?.[slotOf(key)]?.[0];

@@ -53,6 +53,23 @@ export interface HoldHost {
   epoch?(): number | undefined;
 }
 
+/**
+ * `releaseRequest` and `releaseAll` for a primitive whose release script takes a request id and the two flags "every
+ * hold" and "retry": `release(owner, requestId, all, retry)` runs it once.
+ */
+export function releaseRequests(
+  core: { requestId(): string },
+  release: (owner: string, requestId: string, all: boolean, retry: boolean) => Promise<unknown>,
+): Pick<HoldOps, 'releaseRequest' | 'releaseAll'> {
+  return {
+    releaseRequest: (owner) => {
+      const requestId = core.requestId();
+      return async (retry) => Number(await release(owner, requestId, false, retry));
+    },
+    releaseAll: (owner) => release(owner, core.requestId(), true, false),
+  };
+}
+
 /** Tries a request gets before its release is given up to the background. */
 const RELEASE_TRIES = 3;
 /** Longest pause between two background tries of a release given up. */

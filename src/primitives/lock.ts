@@ -10,7 +10,7 @@ import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
-import { runHolding } from '../internal/scope.js';
+import { withHeld } from '../internal/scope.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
@@ -139,11 +139,8 @@ export class Lock {
    * Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. Inside `fn` (its whole async
    * call chain) this lock is reentrant: nested `acquire()`/`withLock()` on the same name raise the hold count.
    */
-  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.#ops.names().key, held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
+  withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.#ops.names().key, fn, () => this.acquire(options), lockScope);
   }
 
   /** True when any owner holds the lock. */
@@ -319,6 +316,11 @@ class LockOps implements HoldOps {
       RESERVE_MS,
     ]);
   }
+}
+
+/** @internal The scope `withLock` hands its callback. */
+export function lockScope(held: HeldLock): LockScope {
+  return { signal: held.signal, token: held.token, lock: held };
 }
 
 /** @internal What the `lock/acquire` script answered. */

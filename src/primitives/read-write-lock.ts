@@ -21,8 +21,8 @@ import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
-import { HoldTable, LeasedHeld, type Hold, type HoldOps } from '../internal/hold.js';
-import { runHolding } from '../internal/scope.js';
+import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { withHeld } from '../internal/scope.js';
 import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -165,11 +165,8 @@ abstract class Side<H extends LeasedHeld> {
    * call chain) the read and the write lock of this name are acquired under the same owner: re-entry raises the hold
    * count, a read inside a write is a downgrade, a write inside a read is refused with `UpgradeRefusedError`.
    */
-  async withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.rw.contextKey, held, () => hold.active, () => fn({ signal: held.signal, lock: held }));
+  withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.rw.contextKey, fn, () => this.acquire(options), (held) => ({ signal: held.signal, lock: held }));
   }
 
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<H | null> {
@@ -215,23 +212,13 @@ export class ReadLock extends Side<HeldReadLock> {
   protected ops(kind: string): HoldOps {
     const { core, name } = this.rw;
     const k = core.keys;
-    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
-      core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [
-        owner,
-        k.rwChannel(name),
-        core.settings.releaseMarkerTtl,
-        all ? '1' : '0',
-        retry ? '1' : '0',
-      ]);
     return {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
-      releaseRequest: (owner) => {
-        const requestId = core.requestId();
-        return async (retry) => (await release(owner, requestId, false, retry)) as number;
-      },
-      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+      ...releaseRequests(core, (owner, requestId, all, retry) =>
+        core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+      ),
     };
   }
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
@@ -266,23 +253,13 @@ export class WriteLock extends Side<HeldWriteLock> {
   protected ops(kind: string): HoldOps {
     const { core, name } = this.rw;
     const k = core.keys;
-    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
-      core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [
-        owner,
-        k.rwChannel(name),
-        core.settings.releaseMarkerTtl,
-        all ? '1' : '0',
-        retry ? '1' : '0',
-      ]);
     return {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
-      releaseRequest: (owner) => {
-        const requestId = core.requestId();
-        return async (retry) => (await release(owner, requestId, false, retry)) as number;
-      },
-      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+      ...releaseRequests(core, (owner, requestId, all, retry) =>
+        core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+      ),
     };
   }
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {

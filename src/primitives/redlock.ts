@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
-import type { Closable } from '../core.js';
+import { closeHolds, type Closable } from '../core.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
@@ -206,9 +206,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const holds = [...this.holds];
-    this.holds.clear();
-    await Promise.allSettled(holds.map((h) => h.closeHold()));
+    await closeHolds(this.holds);
   }
 
   /** `await using redlock = new Redlock(...)` closes it at the end of the scope. */

@@ -18,12 +18,11 @@
   it first sent it.
 ]]
 --- @include "notify"
+--- @include "release-retry"
 --- @include "lock-value"
-if ARGV[5] == '1' then
-  local done = redis.call('get', KEYS[2])
-  if done then
-    return tonumber(done)
-  end
+local done = release_retried(KEYS[2], ARGV[5])
+if done then
+  return done
 end
 local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
 if owner ~= ARGV[1] or count == 0 then
