@@ -188,9 +188,12 @@ export class FairLock {
 
   /** @internal The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
   keys(): string[] {
+    if (this.#keyNames) return this.#keyNames;
     const k = this.core.keys;
-    return [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)];
+    return (this.#keyNames = [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)]);
   }
+  #keyNames: string[] | undefined;
+
 
   /**
    * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never

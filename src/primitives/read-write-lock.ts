@@ -245,6 +245,7 @@ export class ReadLock extends Side<HeldReadLock> {
 
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
 export class WriteLock extends Side<HeldWriteLock> {
+  #acquireKeys: string[] | undefined;
   /** @internal */
   constructor(rw: ReadWriteLock) {
     super(rw, 'write lock');
@@ -267,7 +268,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     const intent = this.rw.writerIntent;
     const reply = (await this.core.run(
       scripts['rw/write-acquire'],
-      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
+      (this.#acquireKeys ??= [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)]),
       [owner, leaseMs, waiting ? intent : 0],
       budgetMs,
     )) as number[];
