@@ -6,11 +6,13 @@
  */
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { runHolding } from '../internal/scope.js';
+import { traceAcquire } from '../internal/trace.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
@@ -119,7 +121,7 @@ export class Lock {
    * @throws the signal's reason when `signal` aborts
    */
   acquire(options?: AcquireOptions): Promise<HeldLock> {
-    return this.#acquire(options, true) as Promise<HeldLock>;
+    return traceAcquire('lock', this.name, options, (trace) => this.#acquire(options, true, trace)) as Promise<HeldLock>;
   }
 
   /**
@@ -127,7 +129,7 @@ export class Lock {
    * the time is up.
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, false);
+    return traceAcquire('lock', this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /**
@@ -181,7 +183,7 @@ export class Lock {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
     const { key, keys, channel } = this.#names();
     const p = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, key);
@@ -216,13 +218,14 @@ export class Lock {
     const notifier = core.notifier;
     if (!(fresh && timeout !== 0 && notifier.busyFor(channel) > 0 && notifier.waiting(channel) > 0)) {
       signal?.throwIfAborted();
+      if (trace) trace.attempts++;
       first = await attempt(core.settings.commandTimeout);
     }
     const held = first?.done
       ? first.value
       : first && timeout === 0
         ? null
-        : await waitFor(core, { name: this.name, channel, politeFirst: fresh, timeout, signal, attempt, first });
+        : await waitFor(core, { name: this.name, channel, politeFirst: fresh, timeout, signal, attempt, first, trace });
     if (held && sync) await this.#syncReplicas(held, sync);
     if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
     return held;
