@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { LockLostError, LockLostReason } from './errors.js';
 
 /** The names of holdfast's diagnostics channels. */
@@ -135,5 +135,9 @@ export interface HandoffMessage {
  * gives the same fingerprint in every process.
  */
 export function fingerprint(owner: string): string {
-  return createHash('sha256').update(owner).digest('hex').slice(0, 12);
+  return sha256(owner).slice(0, 12);
 }
+
+// crypto.hash (one call, no Hash object) from Node 20.12 on
+const sha256: (text: string) => string =
+  typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'hex') : (text) => crypto.createHash('sha256').update(text).digest('hex');

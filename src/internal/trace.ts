@@ -56,8 +56,8 @@ export function kindOf(engineKind: string): PrimitiveKind {
 }
 
 let sequence = 0;
-/** Acquisitions traced in this process: held object → its acquisition id and when it was acquired. */
-const traced = new WeakMap<object, { id: number; at: number }>();
+/** Acquisitions traced in this process: held object → its acquisition id, when it was acquired, its fingerprint. */
+const traced = new WeakMap<object, { id: number; at: number; fingerprint: string | undefined }>();
 
 /**
  * Runs one acquisition, inside the `holdfast:acquire` tracing channel when anyone listens. `run` gets the context
@@ -68,7 +68,7 @@ export function traceAcquire<T>(kind: PrimitiveKind, name: string, options: unkn
   return tracedAcquire(kind, name, options, run);
 }
 
-async function tracedAcquire<T>(kind: PrimitiveKind, name: string, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
+function tracedAcquire<T>(kind: PrimitiveKind, name: string, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
   const start = now();
   const owner = optionOf(options, 'owner');
   const ctx: AcquireContext = {
@@ -83,29 +83,29 @@ async function tracedAcquire<T>(kind: PrimitiveKind, name: string, options: unkn
     holdCount: undefined,
     permits: undefined,
   };
-  let value: T | undefined;
-  // The traced function resolves to nothing: the held object (which knows the owner id) never reaches a subscriber.
-  await acquireChannel.tracePromise(async () => {
-    try {
-      value = await run(ctx);
-    } catch (error) {
-      ctx.waitedMs = now() - start;
-      ctx.outcome = outcomeOf(error, options);
-      throw error;
-    }
+  let value: T;
+  // The traced promise resolves to nothing: the held object (which knows the owner id) never reaches a subscriber.
+  const done = (result: T): undefined => {
+    value = result;
     const at = now();
     ctx.waitedMs = at - start;
-    const facts = value === null ? undefined : (value as Partial<Describable> | undefined)?.diagnostics?.();
-    ctx.outcome = value === null ? 'timed-out' : 'acquired';
+    ctx.outcome = result === null ? 'timed-out' : 'acquired';
+    const facts = result === null ? undefined : (result as Partial<Describable> | undefined)?.diagnostics?.();
     if (facts) {
       if (facts.owner !== undefined) ctx.fingerprint = fingerprint(facts.owner);
       ctx.token = facts.token;
       ctx.holdCount = facts.holdCount;
       ctx.permits = facts.permits;
-      traced.set(value as object, { id: ctx.id, at });
+      traced.set(result as object, { id: ctx.id, at, fingerprint: ctx.fingerprint });
     }
-  }, ctx);
-  return value as T;
+    return undefined;
+  };
+  const failed = (error: unknown): never => {
+    ctx.waitedMs = now() - start;
+    ctx.outcome = outcomeOf(error, options);
+    throw error;
+  };
+  return acquireChannel.tracePromise(() => run(ctx).then(done, failed), ctx).then(() => value);
 }
 
 function optionOf(options: unknown, key: string): unknown {
@@ -129,20 +129,24 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
     id: acquired?.id,
     kind: facts.kind,
     name: facts.name,
-    fingerprint: facts.owner === undefined ? undefined : fingerprint(facts.owner),
+    fingerprint: acquired?.fingerprint ?? (facts.owner === undefined ? undefined : fingerprint(facts.owner)),
     token: facts.token,
     heldMs: acquired ? now() - acquired.at : undefined,
     outcome: undefined,
   };
-  return releaseChannel.tracePromise(async () => {
-    try {
-      await run();
-    } catch (error) {
-      ctx.outcome = error instanceof LockNotHeldError ? 'not-held' : error instanceof ReleaseFailedError ? 'failed' : 'error';
-      throw error;
-    }
-    ctx.outcome = 'released';
-  }, ctx);
+  return releaseChannel.tracePromise(
+    () =>
+      run().then(
+        () => {
+          ctx.outcome = 'released';
+        },
+        (error: unknown) => {
+          ctx.outcome = error instanceof LockNotHeldError ? 'not-held' : error instanceof ReleaseFailedError ? 'failed' : 'error';
+          throw error;
+        },
+      ),
+    ctx,
+  );
 }
 
 /** Publishes a lost hold on `holdfast:lost`. */

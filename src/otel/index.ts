@@ -14,14 +14,12 @@
  *
  * @module
  */
-import dc from 'node:diagnostics_channel';
+import dc, { type TracingChannelSubscribers } from 'node:diagnostics_channel';
 import {
-  context as otelContext,
   metrics,
   SpanStatusCode,
   trace,
   type Attributes,
-  type Context,
   type MeterProvider,
   type Span,
   type TracerProvider,
@@ -40,6 +38,8 @@ export const ATTR = {
   OUTCOME: 'holdfast.acquire.outcome',
   /** Attempts made against Redis. */
   ATTEMPTS: 'holdfast.acquire.attempts',
+  /** ms from the `acquire()` call to its end. */
+  WAITED: 'holdfast.acquire.waited_ms',
   /** The fencing token of the hold. */
   TOKEN: 'holdfast.token',
   /** The owner's hold count after the acquisition. */
@@ -64,7 +64,7 @@ export const METRICS = {
   ACQUISITIONS: 'holdfast.acquisitions',
   /** Counter: holds lost, by kind and reason. */
   LOST: 'holdfast.lost',
-  /** UpDownCounter: holds held now in this process, by kind. */
+  /** Observable UpDownCounter: holds held now in this process, by kind (read at collection, nothing per hold). */
   HELD: 'holdfast.held',
   /** Counter: lease renewals, by kind and result. */
   RENEWALS: 'holdfast.renewals',
@@ -72,7 +72,7 @@ export const METRICS = {
 
 /** The span names holdfast records. */
 export const SPANS = {
-  /** From the `acquire()` call to its end: the waiting. */
+  /** From the `acquire()` call to its end, for an acquisition that waited (see `waitSpans`). */
   WAIT: 'holdfast.acquire',
   /** From the acquisition to its release or loss: the holding. */
   HOLD: 'holdfast.hold',
@@ -106,6 +106,12 @@ export interface HoldfastOtelOptions {
    * @default false
    */
   nameInMetrics?: boolean;
+  /**
+   * Which acquisitions get a wait span: `contended` — those that waited (more than one attempt, or not acquired);
+   * `all` — every one, also those that got the lock at the first attempt.
+   * @default 'contended'
+   */
+  waitSpans?: 'contended' | 'all';
 }
 
 /** A running instrumentation: `disable()` (or `using`) unsubscribes it. */
@@ -118,38 +124,73 @@ const SCOPE = 'holdfast';
 
 /** One acquisition held now. */
 interface Live {
+  /** kind + name + fingerprint: the hold it belongs to. */
   readonly key: string;
   readonly kind: string;
+  readonly name: string;
   readonly at: number;
-  readonly attrs: Attributes;
   readonly span: Span | undefined;
 }
 
 /**
  * Subscribes to holdfast's diagnostics channels and records OpenTelemetry metrics ({@link METRICS}) and spans
  * ({@link SPANS}) with the attributes of {@link ATTR}. Call it once, after the SDK is set up.
+ *
+ * The spans are children of the context active where `acquire()` was called. A hold span starts when the acquisition
+ * returns and ends at its release or loss (in error, with the reason). A wait span is recorded for an acquisition
+ * that waited (more than one attempt, or not acquired): one that got the lock at its first attempt did not wait, and
+ * its hold span carries the attempts and the time the call took.
  */
 export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastInstrumentation {
   const withSpans = options.spans ?? true;
   const withMetrics = options.metrics ?? true;
   const nameInMetrics = options.nameInMetrics ?? false;
+  const allWaits = options.waitSpans === 'all';
   const tracer = withSpans ? (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE) : undefined;
   const meter = withMetrics ? (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE) : undefined;
   const waitHistogram = meter?.createHistogram(METRICS.WAIT, { unit: 's', description: 'How long holdfast acquisitions waited' });
   const holdHistogram = meter?.createHistogram(METRICS.HOLD, { unit: 's', description: 'How long holdfast holds were held' });
   const acquisitions = meter?.createCounter(METRICS.ACQUISITIONS, { description: 'holdfast acquisitions, by outcome' });
   const lostCounter = meter?.createCounter(METRICS.LOST, { description: 'holdfast holds lost, by reason' });
-  const heldNow = meter?.createUpDownCounter(METRICS.HELD, { description: 'holdfast holds held now in this process' });
+  const heldNow = meter?.createObservableUpDownCounter(METRICS.HELD, { description: 'holdfast holds held now in this process' });
   const renewals = meter?.createCounter(METRICS.RENEWALS, { description: 'holdfast lease renewals, by result' });
 
-  /** The wait span of an acquisition in progress, and the context its hold span will be a child of. */
-  const waiting = new WeakMap<AcquireContext, { span: Span | undefined; parent: Context }>();
   const live = new Map<number, Live>();
   /** kind + name + fingerprint → the acquisitions of that hold (a loss ends them all). */
   const byHold = new Map<string, Set<number>>();
   const holdKey = (kind: string, name: string, fp: string | undefined): string => `${kind}\0${name}\0${fp ?? ''}`;
-  const metricAttrs = (kind: string, name: string, extra: Attributes): Attributes =>
-    nameInMetrics ? { [ATTR.KIND]: kind, [ATTR.NAME]: name, ...extra } : { [ATTR.KIND]: kind, ...extra };
+
+  /**
+   * Metric attributes for `kind` (and `name`, with `nameInMetrics`) plus one attribute `key` = `value`: made once per
+   * combination and reused (the SDK reads them on every record).
+   */
+  const attrCache = new Map<string, Map<string, Map<string, Attributes>>>();
+  const metricAttrs = (kind: string, name: string, key: string | undefined, value: string | undefined): Attributes => {
+    const series = nameInMetrics ? `${kind}\0${name}` : kind;
+    let byKey = attrCache.get(series);
+    if (byKey === undefined) attrCache.set(series, (byKey = new Map()));
+    let byValue = byKey.get(key ?? '');
+    if (byValue === undefined) byKey.set(key ?? '', (byValue = new Map()));
+    let attrs = byValue.get(value ?? '');
+    if (attrs === undefined) {
+      attrs = { [ATTR.KIND]: kind };
+      if (nameInMetrics) attrs[ATTR.NAME] = name;
+      if (key !== undefined) attrs[key] = value;
+      byValue.set(value ?? '', attrs);
+    }
+    return attrs;
+  };
+  /** The series the held-now gauge has reported, so that one whose holds all ended reads 0, not its last value. */
+  const reported = new Map<string, Attributes>();
+  heldNow?.addCallback((result) => {
+    const counts = new Map<string, number>();
+    for (const hold of live.values()) {
+      const id = nameInMetrics ? `${hold.kind}\0${hold.name}` : hold.kind;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+      if (!reported.has(id)) reported.set(id, metricAttrs(hold.kind, hold.name, undefined, undefined));
+    }
+    for (const [id, attrs] of reported) result.observe(counts.get(id) ?? 0, attrs);
+  });
 
   const end = (id: number, how: string, error?: { reason: string; message: string }): void => {
     const hold = live.get(id);
@@ -158,78 +199,68 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     const ids = byHold.get(hold.key);
     ids?.delete(id);
     if (ids?.size === 0) byHold.delete(hold.key);
-    holdHistogram?.record((performance.now() - hold.at) / 1000, { ...hold.attrs, [ATTR.HOLD_END]: how });
-    heldNow?.add(-1, hold.attrs);
-    if (hold.span) {
-      hold.span.setAttribute(ATTR.HOLD_END, how);
+    holdHistogram?.record((performance.now() - hold.at) / 1000, metricAttrs(hold.kind, hold.name, ATTR.HOLD_END, how));
+    const span = hold.span;
+    if (span) {
+      span.setAttribute(ATTR.HOLD_END, how);
       if (error) {
-        hold.span.setAttribute(ATTR.LOST_REASON, error.reason);
-        hold.span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+        span.setAttribute(ATTR.LOST_REASON, error.reason);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
       }
-      hold.span.end();
+      span.end();
     }
   };
 
-  const ignore = (): void => {};
+  // Only `asyncEnd` is subscribed: a tracing channel's other events then stay off and cost nothing.
   const acquire = {
-    start(ctx: AcquireContext): void {
-      const parent = otelContext.active();
-      const span = tracer?.startSpan(SPANS.WAIT, { attributes: { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name } }, parent);
-      waiting.set(ctx, { span, parent });
-    },
-    end: ignore,
-    asyncStart: ignore,
-    error: ignore,
+    // Published from the acquire() promise's continuation, which runs in the caller's context: the spans' parent.
     asyncEnd(ctx: AcquireContext): void {
-      const started = waiting.get(ctx);
-      waiting.delete(ctx);
+      const at = performance.now();
       const outcome = ctx.outcome ?? 'error';
-      waitHistogram?.record(ctx.waitedMs / 1000, metricAttrs(ctx.kind, ctx.name, { [ATTR.OUTCOME]: outcome }));
-      acquisitions?.add(1, metricAttrs(ctx.kind, ctx.name, { [ATTR.OUTCOME]: outcome }));
-      const facts: Attributes = { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name };
-      if (ctx.fingerprint !== undefined) facts[ATTR.FINGERPRINT] = ctx.fingerprint;
-      if (ctx.token !== undefined) facts[ATTR.TOKEN] = ctx.token;
-      if (ctx.holdCount !== undefined) facts[ATTR.HOLD_COUNT] = ctx.holdCount;
-      if (ctx.permits !== undefined) facts[ATTR.PERMITS] = ctx.permits;
-      const span = started?.span;
-      if (span) {
-        span.setAttributes({ ...facts, [ATTR.OUTCOME]: outcome, [ATTR.ATTEMPTS]: ctx.attempts });
-        if (outcome === 'error') {
-          const error = ctx.error instanceof Error ? ctx.error : new Error(String(ctx.error));
-          span.recordException(error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+      const byOutcome = metricAttrs(ctx.kind, ctx.name, ATTR.OUTCOME, outcome);
+      waitHistogram?.record(ctx.waitedMs / 1000, byOutcome);
+      acquisitions?.add(1, byOutcome);
+      const acquired = outcome === 'acquired';
+      let attrs: Attributes | undefined;
+      if (tracer) {
+        attrs = { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name, [ATTR.ATTEMPTS]: ctx.attempts, [ATTR.WAITED]: ctx.waitedMs };
+        if (ctx.fingerprint !== undefined) attrs[ATTR.FINGERPRINT] = ctx.fingerprint;
+        if (ctx.token !== undefined) attrs[ATTR.TOKEN] = ctx.token;
+        if (ctx.holdCount !== undefined) attrs[ATTR.HOLD_COUNT] = ctx.holdCount;
+        if (ctx.permits !== undefined) attrs[ATTR.PERMITS] = ctx.permits;
+        if (allWaits || !acquired || ctx.attempts > 1) {
+          // recorded at the end, dated back to the call: an uncontended acquisition makes no wait span at all
+          const span = tracer.startSpan(SPANS.WAIT, { startTime: at - ctx.waitedMs, attributes: { ...attrs, [ATTR.OUTCOME]: outcome } });
+          if (outcome === 'error') {
+            const error = ctx.error instanceof Error ? ctx.error : new Error(String(ctx.error));
+            span.recordException(error);
+            span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+          }
+          span.end(at);
         }
-        span.end();
       }
-      if (outcome !== 'acquired') return;
-      const attrs = metricAttrs(ctx.kind, ctx.name, {});
+      if (!acquired) return;
       const key = holdKey(ctx.kind, ctx.name, ctx.fingerprint);
-      const holdSpan = tracer?.startSpan(SPANS.HOLD, { attributes: facts }, started?.parent ?? otelContext.active());
-      live.set(ctx.id, { key, kind: ctx.kind, at: performance.now(), attrs, span: holdSpan });
+      live.set(ctx.id, { key, kind: ctx.kind, name: ctx.name, at, span: tracer && attrs ? tracer.startSpan(SPANS.HOLD, { startTime: at, attributes: attrs }) : undefined });
       let ids = byHold.get(key);
       if (!ids) byHold.set(key, (ids = new Set()));
       ids.add(ctx.id);
-      heldNow?.add(1, attrs);
     },
   };
   const release = {
-    start: ignore,
-    end: ignore,
-    asyncStart: ignore,
-    error: ignore,
     asyncEnd(ctx: ReleaseContext): void {
       if (ctx.id !== undefined) end(ctx.id, ctx.outcome ?? 'error');
     },
   };
   const onLost = (message: unknown): void => {
     const m = message as LostMessage;
-    lostCounter?.add(1, metricAttrs(m.kind, m.name, { [ATTR.LOST_REASON]: m.reason }));
+    lostCounter?.add(1, metricAttrs(m.kind, m.name, ATTR.LOST_REASON, m.reason));
     const ids = byHold.get(holdKey(m.kind, m.name, m.fingerprint));
     if (ids) for (const id of [...ids]) end(id, 'lost', { reason: m.reason, message: m.error.message });
   };
   const onRenew = (message: unknown): void => {
     const m = message as RenewMessage;
-    renewals?.add(1, metricAttrs(m.kind, m.name, { [ATTR.RENEW_RESULT]: m.result }));
+    renewals?.add(1, metricAttrs(m.kind, m.name, ATTR.RENEW_RESULT, m.result));
     spansOf(m.kind, m.name, m.fingerprint, (span) => span.addEvent('renew', { [ATTR.RENEW_RESULT]: m.result, 'holdfast.renew.source': m.source }));
   };
   const onHandoff = (message: unknown): void => {
@@ -247,8 +278,9 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
 
   const acquireChannel = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
   const releaseChannel = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
-  acquireChannel.subscribe(acquire);
-  releaseChannel.subscribe(release);
+  // (Node accepts a partial set of handlers; its types ask for all five)
+  acquireChannel.subscribe(acquire as TracingChannelSubscribers<AcquireContext>);
+  releaseChannel.subscribe(release as TracingChannelSubscribers<ReleaseContext>);
   dc.subscribe(CHANNELS.lost, onLost);
   dc.subscribe(CHANNELS.renew, onRenew);
   dc.subscribe(CHANNELS.handoff, onHandoff);
@@ -256,8 +288,8 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
   const disable = (): void => {
     if (!enabled) return;
     enabled = false;
-    acquireChannel.unsubscribe(acquire);
-    releaseChannel.unsubscribe(release);
+    acquireChannel.unsubscribe(acquire as TracingChannelSubscribers<AcquireContext>);
+    releaseChannel.unsubscribe(release as TracingChannelSubscribers<ReleaseContext>);
     dc.unsubscribe(CHANNELS.lost, onLost);
     dc.unsubscribe(CHANNELS.renew, onRenew);
     dc.unsubscribe(CHANNELS.handoff, onHandoff);

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, it } from 'node:test';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { SpanStatusCode } from '@opentelemetry/api';
+import { context, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { fingerprint } from '../../src/index.js';
 import { ATTR, instrumentHoldfast, METRICS, SPANS, type HoldfastInstrumentation } from '../../src/otel/index.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
@@ -46,21 +47,21 @@ describeEachAdapter('holdfast/otel (OpenTelemetry SDK, in-memory exporters)', (c
     ps.filter((p) => p.attributes[attr] === value).reduce((n, p) => n + (p.value as number), 0);
   const spansNamed = (name: string, lock: string): ReadableSpan[] => spans.getFinishedSpans().filter((s) => s.name === name && s.attributes[ATTR.NAME] === lock);
 
-  void it('an acquire and a release: a wait span, a hold span, wait and hold histograms, acquisitions, held now', async () => {
+  void it('an uncontended acquire and its release: a hold span (no wait span), wait and hold histograms, acquisitions, held now', async () => {
     const held = await ctx.holdfast.lock('otel:a').acquire();
     assert.equal(sumOf(await points(METRICS.HELD, 'otel:a'), ATTR.KIND, 'lock'), 1, 'held now while held');
     await sleep(120);
     await held.release();
 
-    const [wait] = spansNamed(SPANS.WAIT, 'otel:a');
-    assert.ok(wait, 'a wait span');
-    assert.equal(wait.attributes[ATTR.KIND], 'lock');
-    assert.equal(wait.attributes[ATTR.OUTCOME], 'acquired');
-    assert.equal(wait.attributes[ATTR.ATTEMPTS], 1);
-    assert.equal(wait.attributes[ATTR.TOKEN], held.token);
-    assert.equal(wait.attributes[ATTR.FINGERPRINT], fingerprint(held.owner));
+    assert.deepEqual(spansNamed(SPANS.WAIT, 'otel:a'), [], 'the first attempt got it: nothing was waited for');
     const [hold] = spansNamed(SPANS.HOLD, 'otel:a');
     assert.ok(hold, 'a hold span');
+    assert.equal(hold.attributes[ATTR.KIND], 'lock');
+    assert.equal(hold.attributes[ATTR.ATTEMPTS], 1);
+    assert.equal(typeof hold.attributes[ATTR.WAITED], 'number');
+    assert.equal(hold.attributes[ATTR.TOKEN], held.token);
+    assert.equal(hold.attributes[ATTR.HOLD_COUNT], 1);
+    assert.equal(hold.attributes[ATTR.FINGERPRINT], fingerprint(held.owner));
     assert.equal(hold.attributes[ATTR.HOLD_END], 'released');
     assert.equal(hold.status.code, SpanStatusCode.UNSET);
     const holdMs = hold.duration[0] * 1000 + hold.duration[1] / 1e6;
@@ -90,7 +91,52 @@ describeEachAdapter('holdfast/otel (OpenTelemetry SDK, in-memory exporters)', (c
     assert.equal(sumOf(ps, ATTR.OUTCOME, 'acquired'), 1);
     assert.equal(sumOf(ps, ATTR.OUTCOME, 'timed-out'), 2);
     assert.equal(sumOf(ps, ATTR.OUTCOME, 'aborted'), 1);
-    assert.deepEqual(spansNamed(SPANS.WAIT, 'otel:b').map((s) => s.attributes[ATTR.OUTCOME]).sort(), ['aborted', 'acquired', 'timed-out', 'timed-out']);
+    assert.deepEqual(spansNamed(SPANS.WAIT, 'otel:b').map((s) => s.attributes[ATTR.OUTCOME]).sort(), ['aborted', 'timed-out', 'timed-out']);
+    const timedOut = spansNamed(SPANS.WAIT, 'otel:b').find((s) => s.attributes[ATTR.OUTCOME] === 'timed-out' && (s.attributes[ATTR.ATTEMPTS] as number) > 1);
+    assert.ok(timedOut, 'the 50 ms wait made more than one attempt');
+    const waitedMs = timedOut.duration[0] * 1000 + timedOut.duration[1] / 1e6;
+    assert.ok(waitedMs >= 45, `the wait span covers the wait: ${waitedMs} ms`);
+  });
+
+  void it('a contended acquisition that gets the lock has a wait span; spans are children of the caller\'s span', async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const lock = ctx.holdfast.lock('otel:p');
+      const first = await lock.acquire();
+      const parent = tracerProvider.getTracer('test').startSpan('request');
+      const second = context.with(trace.setSpan(context.active(), parent), () => lock.acquire({ timeout: 5000 }));
+      await sleep(80);
+      await first.release();
+      await (await second).release();
+      parent.end();
+      const [wait] = spansNamed(SPANS.WAIT, 'otel:p');
+      assert.ok(wait, 'a wait span');
+      assert.equal(wait.attributes[ATTR.OUTCOME], 'acquired');
+      assert.ok((wait.attributes[ATTR.ATTEMPTS] as number) >= 2);
+      const holds = spansNamed(SPANS.HOLD, 'otel:p');
+      assert.equal(holds.length, 2);
+      const parentId = parent.spanContext().spanId;
+      assert.equal(wait.parentSpanContext?.spanId, parentId, 'the wait span is a child of the caller\'s span');
+      assert.deepEqual(holds.map((h) => h.parentSpanContext?.spanId === parentId).sort(), [false, true], 'the second hold span is a child of it');
+    } finally {
+      context.disable();
+      manager.disable();
+    }
+  });
+
+  void it('waitSpans: "all" records a wait span for an uncontended acquisition too', async () => {
+    instrumentation.disable();
+    instrumentation = instrumentHoldfast({ tracerProvider, meterProvider, nameInMetrics: true, waitSpans: 'all' });
+    try {
+      await (await ctx.holdfast.lock('otel:w').acquire()).release();
+      const [wait] = spansNamed(SPANS.WAIT, 'otel:w');
+      assert.equal(wait?.attributes[ATTR.OUTCOME], 'acquired');
+      assert.equal(wait.attributes[ATTR.ATTEMPTS], 1);
+    } finally {
+      instrumentation.disable();
+      instrumentation = instrumentHoldfast({ tracerProvider, meterProvider, nameInMetrics: true });
+    }
   });
 
   void it('a lost hold: counted by reason, its hold span ends in error, held now goes back to 0', async () => {
