@@ -9,29 +9,11 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { fingerprint, Holdfast } from '../../src/index.js';
 import type { DashboardSnapshot } from '../../src/cli/dashboard.js';
-import { ensureBuilt, run, sleep, start, until, type CliProcess } from '../support/cli.js';
+import { ensureBuilt, run, sleep } from '../support/cli.js';
+import { startDashboard } from '../support/dashboard.js';
 import { rawCommand, RedisServer } from '../support/redis-server.js';
 
 const PASSWORD = 'dash-s3cret';
-
-/** Starts the dashboard; resolves its URL (the first line of its output) and the process. */
-export async function startDashboard(args: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; proc: CliProcess; stop: () => Promise<void> }> {
-  const proc = start(['dashboard', '--port', '0', ...args], env);
-  let stdout = '';
-  proc.child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
-  await until(() => stdout.includes('\n') || proc.child.exitCode !== null, 15_000);
-  const url = stdout.split('\n')[0]!;
-  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/(\?token=.*)?$/, `first line: ${stdout}`);
-  return {
-    url,
-    proc,
-    stop: async () => {
-      proc.child.kill('SIGTERM');
-      const result = await proc.done;
-      assert.equal(result.code, 0, result.stderr);
-    },
-  };
-}
 
 describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () => {
   let server: RedisServer;
