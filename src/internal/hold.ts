@@ -213,16 +213,21 @@ export class HoldTable {
     request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
     const transient = this.ops.isTransient ?? isConnectionError;
     let left: number;
-    for (let n = 1; ; n++) {
-      try {
-        left = await this.#send(request);
-        break;
-      } catch (error) {
-        if (!transient(error)) throw error;
-        lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
-        if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
-        await sleep(25 * n);
+    lease.releasing++; // a renewal that runs after this release finds the key gone: not a loss
+    try {
+      for (let n = 1; ; n++) {
+        try {
+          left = await this.#send(request);
+          break;
+        } catch (error) {
+          if (!transient(error)) throw error;
+          lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
+          if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
+          await sleep(25 * n);
+        }
       }
+    } finally {
+      lease.releasing--;
     }
     hold.holds = Math.max(0, hold.holds - 1);
     if (left < 0 || lostBefore) {

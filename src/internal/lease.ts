@@ -51,6 +51,8 @@ export class Lease implements Due {
   #timer: TimerEntry | undefined;
   #timerAt = Infinity;
   #stopped = false;
+  /** Releases of this hold in flight (see `#renew`). */
+  releasing = 0;
   /** Set once renewal was ended for good (a release that could not reach Redis): a late renewal reply changes nothing. */
   #renewalEnded = false;
   /** The lease length Redis was last told to keep (the watchdog's, or the last `extend`). */
@@ -171,6 +173,13 @@ export class Lease implements Due {
       const stillOurs = await this.#opts.renew(this.#opts.leaseMs);
       if (this.#stopped || this.#renewalEnded) return;
       if (!stillOurs) {
+        // A release of ours ran before this renewal did: the key is gone because we gave it up, not lost. The release
+        // settles the hold; if it leaves holds, renewal goes on.
+        if (this.releasing > 0) {
+          this.#renewAt = sentAt + every;
+          this.#arm();
+          return;
+        }
         this.lose(sentAt >= this.#deadline ? 'expired' : 'taken-over');
         return;
       }
