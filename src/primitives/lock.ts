@@ -5,11 +5,12 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
+import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { runHolding } from '../internal/scope.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -43,6 +44,26 @@ export interface AcquireOptions {
 }
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
+
+/** Options of `adopt(ownerId, options)` on a lock, a read or write lock, or a permit. */
+export interface AdoptOptions {
+  /**
+   * A fixed lease in ms, set at once: the hold expires then unless released or extended, and no watchdog renews it.
+   * @default undefined: the watchdog of this client takes over, keeping a `watchdogLease` lease renewed every `watchdogInterval`
+   */
+  lease?: number;
+}
+
+/** @internal */
+export const ADOPT_KEYS = ['lease'] as const;
+
+/** @internal Checks `adopt`'s arguments: the owner id and the lease (`undefined`: the watchdog). */
+export function adoptParams(ownerId: unknown, options: unknown, what = 'ownerId'): { owner: string; lease: number | undefined } {
+  const owner = checkName(ownerId, what);
+  const opts = checkOptions<AdoptOptions>(options);
+  checkKnownKeys(opts, ADOPT_KEYS);
+  return { owner, lease: optDuration(opts.lease, 'options.lease') };
+}
 
 /** A point-in-time view of a lock in Redis. */
 export interface LockInfo {
@@ -106,6 +127,10 @@ export class Lock {
           return async (retry) => (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
         },
         releaseAll: (owner) => this.#releaseAll(owner),
+        inspectOwner: async (owner) => {
+          const info = await this.inspect();
+          return info.owner === owner ? { holdCount: info.holdCount, token: info.token } : null;
+        },
       },
       core,
     );
@@ -178,6 +203,23 @@ export class Lock {
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
+  }
+
+  /**
+   * Takes over the hold of owner `ownerId` (a lock acquired with an explicit `owner`, by another process or by a
+   * client that is gone): same hold in Redis, same fencing token, no second hold count. The lease is set at once
+   * (the watchdog of this client, or `options.lease`), so renewal is taken over here; the adopter may `release()` it
+   * (one hold count, as any acquisition: for a lock taken once, that frees it). A holder that still renews keeps
+   * renewing the same key: stop it, or let it be gone. In a client that holds it already, this joins that hold (as a
+   * re-entry that adds no hold count), whose lease goes on as it was.
+   * @throws {LockNotHeldError} when `ownerId` does not hold the lock
+   */
+  async adopt(ownerId: string, options?: AdoptOptions): Promise<HeldLock> {
+    const { owner, lease } = adoptParams(ownerId, options);
+    this.core.assertOpen();
+    const adopted = await this.#table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
+    if (!adopted) throw new LockNotHeldError(this.name, `lock "${this.name}" is not held by the owner to adopt`);
+    return new HeldLock(adopted.hold, adopted.holdCount);
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
