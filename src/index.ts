@@ -5,7 +5,8 @@
  */
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
 export type { HoldfastWarning } from './core.js';
-export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export { Lock, HeldLock, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export type { WaitUntilFreeOptions, ReleaseEvent } from './internal/events.js';
 export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
 export {
   ReadWriteLock,

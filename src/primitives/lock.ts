@@ -7,6 +7,7 @@
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
+import { onRelease, waitUntilFree, waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
@@ -220,6 +221,30 @@ export class Lock {
     const adopted = await this.#table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
     if (!adopted) throw new LockNotHeldError(this.name, `lock "${this.name}" is not held by the owner to adopt`);
     return new HeldLock(adopted.hold, adopted.holdCount);
+  }
+
+  /**
+   * Waits until the lock is free, without taking it. Resolves `true` once it is free or a release of it is heard (it
+   * was free at that moment; someone may have taken it again since), `false` when `timeout` passes first. Woken by releases over pub/sub; an expiry publishes nothing,
+   * so the wait sleeps at most the holder's remaining lease before looking again.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(this.core, this.#names().channel, async () => {
+      const info = await this.inspect();
+      return info.owner === null ? null : (info.remainingTtl ?? -1);
+    }, timeout, signal);
+  }
+
+  /**
+   * Calls `listener` each time the lock is released (its last hold) or force-unlocked, by any process, until the
+   * returned function is called. Resolves once subscribed. An expiry publishes nothing and is not reported: use
+   * {@link Lock.waitUntilFree} to learn that a lock became free whichever way.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return onRelease(this.core, this.name, this.#names().channel, listener);
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
