@@ -23,8 +23,15 @@ export {
   type WriteLockScope,
 } from './primitives/read-write-lock.js';
 export { LeasedHeld } from './internal/hold.js';
-export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions } from './primitives/semaphore.js';
-export { PermitExpirableSemaphore, Permit, type PermitAcquireOptions, type PermitSemaphoreInfo } from './primitives/permit-expirable-semaphore.js';
+export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions, type SemaphoreSetOptions } from './primitives/semaphore.js';
+export {
+  PermitExpirableSemaphore,
+  Permit,
+  MAX_PERMIT_IDS,
+  type PermitAcquireOptions,
+  type PermitSemaphoreInfo,
+  type PermitSemaphoreSetOptions,
+} from './primitives/permit-expirable-semaphore.js';
 export { CountDownLatch, type LatchSetOptions, type LatchAwaitOptions } from './primitives/count-down-latch.js';
 export { MultiLock, HeldMultiLock, MAX_MULTI_LOCKS, type MultiLockScope } from './primitives/multi-lock.js';
 export { FencedKey, type FencedSetOptions, type FencedValue } from './fencing/fenced-key.js';
