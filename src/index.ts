@@ -69,6 +69,7 @@ export {
   type RedlockAcquireOptions,
   type RedlockEvents,
 } from './primitives/redlock.js';
+export { RedlockSemaphore, HeldRedlockPermits, MAX_REDLOCK_PERMITS, type RedlockSemaphoreOptions } from './primitives/redlock-semaphore.js';
 export type { ReplicaSync } from './internal/replica-sync.js';
 export {
   Scheduler,
