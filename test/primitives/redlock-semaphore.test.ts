@@ -147,6 +147,24 @@ describeEachAdapter(
       await assert.rejects(held.release(), { code: 'LOCK_NOT_HELD' });
     });
 
+    void it('stopRefresh: the watchdog stops, the permits expire on every node one lease after the last renewal', async () => {
+      const redlock = make({ watchdogLease: 800, watchdogInterval: 200 });
+      const sem = redlock.semaphore('sr', { permits: 2 });
+      const held = await sem.acquire(2);
+      await sleep(1000);
+      assert.equal(held.signal.aborted, false, 'renewed by quorum');
+      held.stopRefresh();
+      assert.equal(held.refreshing, false);
+      await new Promise((r) => held.signal.addEventListener('abort', r, { once: true }));
+      assert.equal((held.signal.reason as LockLostError).reason, 'expired');
+      // a renewal already in flight when the watchdog stopped may still have renewed the keys once
+      const until = performance.now() + 800 + 500;
+      while ((await sem.heldPerNode()).some((n) => n !== 0)) {
+        assert.ok(performance.now() < until, 'the permits outlived their last renewal by more than one lease');
+        await sleep(50);
+      }
+    });
+
     void it('a minority down: still acquires, extends, refuses past the limit and releases', async () => {
       const redlock = make();
       const sem = redlock.semaphore('m', { permits: 2 });
