@@ -59,4 +59,21 @@ describeEachAdapter('Lock.adopt', (ctx) => {
     assert.equal(await lock.isLocked(), false);
     await assert.rejects(first.release(), LockNotHeldError); // the one hold count was given up by the adopter
   });
+
+  test('FairLock.adopt: same hold and token from another client; a waiter gets it once the adopter releases', async () => {
+    const { holdfast: first } = await ctx.open({ prefix: 'adopt-fair:' });
+    const { holdfast: second } = await ctx.open({ prefix: 'adopt-fair:', watchdogLease: 1000, watchdogInterval: 250 });
+    const held = await first.fairLock('fair').acquire({ owner: 'fair-owner', lease: 1500 });
+    const adopted = await second.fairLock('fair').adopt('fair-owner');
+    assert.equal(adopted.token, held.token);
+    assert.equal((await second.fairLock('fair').inspect()).holdCount, 1);
+    const waiter = second.fairLock('fair').acquire({ timeout: 10_000 });
+    await sleep(2000); // past the first holder's fixed lease: the adopter's watchdog keeps it
+    assert.equal((await second.fairLock('fair').inspect()).owner, 'fair-owner');
+    await adopted.release();
+    const next = await waiter;
+    assert.ok(next.token > held.token);
+    await next.release();
+    await assert.rejects(second.fairLock('fair').adopt('fair-owner'), LockNotHeldError);
+  });
 });
