@@ -1,14 +1,15 @@
 /**
  * The `holdfast` command: run a command under a lock (`exec`), see and clear locks (`inspect`, `list`,
- * `unlock --force`), and run the seeds (`demo`).
+ * `unlock --force`), and show five common Redis lock schemes break under faults (`demo`).
  *
  * @module
  */
 import { createRequire } from 'node:module';
-import { isHoldfastError } from '../errors.js';
+import { isHoldfastError } from '../index.js';
 import { CliError, EXIT, out, UsageError, warn } from './common.js';
 import { demoCommand } from './demo/run.js';
 import { demoWorker } from './demo/worker.js';
+import { dashboardCommand } from './dashboard.js';
 import { execCommand } from './exec.js';
 import { inspectCommand, listCommand, unlockCommand } from './inspect.js';
 import { jobsCommand } from './jobs.js';
@@ -24,7 +25,7 @@ Commands:
   list                     every lock held now
   unlock --force <lock>    delete a lock whoever holds it
   jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
-  demo                     the five Redis lock schemes of the seeds and holdfast, side by side under faults
+  demo                     five common Redis lock schemes and holdfast, side by side under faults
 
 Run \`holdfast <command> --help\` for a command's options and examples.
 Redis: --url, else $REDIS_URL, else redis://127.0.0.1:6379 (password in the URL, $REDISCLI_AUTH or
@@ -42,6 +43,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   list: listCommand,
   unlock: unlockCommand,
   jobs: jobsCommand,
+  dashboard: dashboardCommand,
   demo: demoCommand,
   __demo_worker: demoWorker,
 };

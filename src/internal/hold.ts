@@ -19,6 +19,7 @@ import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedErr
 import { now } from './clock.js';
 import { Held } from './held.js';
 import { Lease } from './lease.js';
+import { kindOf, publishLost, traceRenew, type HeldFacts } from './trace.js';
 import { optDuration } from './validate.js';
 
 /** The atomic operations a primitive supplies for the holds of one name. */
@@ -56,6 +57,23 @@ export interface HoldHost {
   readonly watchdogInterval: number;
   /** Counts reconnects of the client, when it can resend commands by itself (see `RedisTransport.epoch`). */
   epoch?(): number | undefined;
+}
+
+/**
+ * `releaseRequest` and `releaseAll` for a primitive whose release script takes a request id and the two flags "every
+ * hold" and "retry": `release(owner, requestId, all, retry)` runs it once.
+ */
+export function releaseRequests(
+  core: { requestId(): string },
+  release: (owner: string, requestId: string, all: boolean, retry: boolean) => Promise<unknown>,
+): Pick<HoldOps, 'releaseRequest' | 'releaseAll'> {
+  return {
+    releaseRequest: (owner) => {
+      const requestId = core.requestId();
+      return async (retry) => Number(await release(owner, requestId, false, retry));
+    },
+    releaseAll: (owner) => release(owner, core.requestId(), true, false),
+  };
 }
 
 /** Tries a request gets before its release is given up to the background. */
@@ -120,7 +138,9 @@ export interface ReleaseRequest {
  * re-entries share them.
  */
 export class HoldTable {
-  readonly #holds = new Map<string, Hold>();
+  // Most handles ever see one owner: a field for it, a map only from the second on.
+  #one: Hold | undefined;
+  #many: Map<string, Hold> | undefined;
 
   constructor(
     readonly ops: HoldOps,
@@ -133,7 +153,7 @@ export class HoldTable {
    * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
    */
   held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
-    let hold = this.#holds.get(owner);
+    let hold = this.get(owner);
     if (!hold || hold.lease.done) {
       const created = new Hold(this, owner, token);
       const host = this.host;
@@ -143,13 +163,14 @@ export class HoldTable {
         renewEveryMs: watchdog ? host.watchdogInterval : undefined,
         sentAt,
         firstLeaseMs,
-        renew: (ms) => this.ops.renew(owner, ms),
+        renew: (ms) => traceRenew(this.ops.kind, this.ops.name, owner, token, ms, 'watchdog', () => this.ops.renew(owner, ms)),
         onLost: (error: LockLostError) => {
           this.forget(created);
+          publishLost(this.ops.kind, this.ops.name, owner, token, error);
           host.emitLost(error);
         },
       });
-      this.#holds.set(owner, created);
+      this.#set(created);
       host.holds.add(created);
       hold = created;
     } else {
@@ -167,23 +188,32 @@ export class HoldTable {
    * holds nothing.
    */
   async adopt(owner: string, leaseMs: number, watchdog: boolean): Promise<{ hold: Hold; holdCount: number } | null> {
-    const inspect = this.ops.inspectOwner;
-    if (!inspect) throw new TypeError(`a ${this.ops.kind} cannot be adopted`);
+    const ops = this.ops;
+    if (!ops.inspectOwner) throw new TypeError(`a ${ops.kind} cannot be adopted`);
     const sentAt = now();
-    if (!(await this.ops.renew(owner, leaseMs))) return null;
-    const info = await inspect(owner);
+    if (!(await ops.renew(owner, leaseMs))) return null;
+    const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
     if (!info) return null; // released between the two calls
     return { hold: this.held(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
   }
 
   /** The live hold of `owner` here, if any. */
   get(owner: string): Hold | undefined {
-    return this.#holds.get(owner);
+    return this.#one?.owner === owner ? this.#one : this.#many?.get(owner);
+  }
+
+  #set(hold: Hold): void {
+    if (this.#one === undefined || this.#one.owner === hold.owner) {
+      this.#one = hold;
+      return;
+    }
+    (this.#many ??= new Map()).set(hold.owner, hold);
   }
 
   /** Drops a hold that was released or lost. */
   forget(hold: Hold): void {
-    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    if (this.#one === hold) this.#one = undefined;
+    else if (this.#many?.get(hold.owner) === hold) this.#many.delete(hold.owner);
     this.host.holds.delete(hold);
   }
 
@@ -290,7 +320,7 @@ export class HoldTable {
     if (released) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was already released`);
     if (hold.lease.lost) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" is no longer held (lost)`);
     const sentAt = now();
-    if (!(await this.ops.renew(hold.owner, lease))) {
+    if (!(await traceRenew(this.ops.kind, name, hold.owner, hold.token, lease, 'extend', () => this.ops.renew(hold.owner, lease)))) {
       hold.lease.lose('expired');
       throw new LockNotHeldError(name);
     }
@@ -353,6 +383,12 @@ export class LeasedHeld extends Held {
    */
   stopRefresh(): void {
     this.hold.lease.fix();
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    const ops = this.hold.table.ops;
+    return { kind: kindOf(ops.kind), name: ops.name, owner: this.hold.owner, token: this.hold.token, holdCount: this.holdCount };
   }
 
   protected releaseOnce(): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The fair lock (C6): a reentrant lock whose waiters queue in FIFO order across every process, and whose release
+ * The fair lock: a reentrant lock whose waiters queue in FIFO order across every process, and whose release
  * hands the lock straight to the head of the queue.
  *
  * How a hand-off works, and why it is O(1) however many wait:
@@ -26,12 +26,14 @@ import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
 import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validate.js';
-import { runHolding } from '../internal/scope.js';
+import { withHeld } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { acquireParams } from '../internal/acquire.js';
+import { publishHandoff, traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, type Hold } from '../internal/hold.js';
-import { adoptParams, HeldLock, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
+import { adoptParams, HeldLock, lockScope, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -157,6 +159,7 @@ export class FairLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,
@@ -205,9 +208,12 @@ export class FairLock {
 
   /** @internal The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
   keys(): string[] {
+    if (this.#keyNames) return this.#keyNames;
     const k = this.core.keys;
-    return [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)];
+    return (this.#keyNames = [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)]);
   }
+  #keyNames: string[] | undefined;
+
 
   /**
    * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never
@@ -217,7 +223,7 @@ export class FairLock {
    * @throws the signal's reason when `signal` aborts (the waiter has left the queue)
    */
   async acquire(options?: AcquireOptions): Promise<HeldLock> {
-    return (await this.#acquire(options, true)) as HeldLock;
+    return (await traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, true, trace))) as HeldLock;
   }
 
   /**
@@ -225,15 +231,12 @@ export class FairLock {
    * for it when the time is up (a single attempt never jumps the queue, and never joins it).
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, false);
+    return traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
-  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.core.keys.fairLock(this.name), held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
+  withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.core.keys.fairLock(this.name), fn, () => this.acquire(options), lockScope);
   }
 
   /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */
@@ -268,7 +271,7 @@ export class FairLock {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
     const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
     if (ready) await ready;
@@ -291,6 +294,7 @@ export class FairLock {
         listenFirst: true,
         timeout,
         signal,
+        trace,
         attempt: async (budget) => {
           const sentAt = now();
           let reply: number[];
@@ -347,6 +351,7 @@ export class FairLock {
     if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
     const hold = this.#table.held(owner, token, queuedAt, leaseMs, watchdog, first);
     const held = new HeldLock(hold, 1);
+    publishHandoff(this.name, owner, token, 'granted');
     // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
     // release and any re-entry wait for it, so Redis still sees the claim first.
     hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
@@ -374,10 +379,13 @@ export class FairLock {
         (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
       );
     } catch (error) {
+      publishHandoff(this.name, hold.owner, hold.token, 'claim-failed');
       hold.lease.lose('connection', error); // forgets the hold (onLost)
       return;
     }
-    if (reply[0] === 1 && reply[1] === hold.token) hold.lease.confirm(sentAt, leaseMs);
+    const claimed = reply[0] === 1 && reply[1] === hold.token;
+    publishHandoff(this.name, hold.owner, hold.token, claimed ? 'claimed' : 'claim-failed');
+    if (claimed) hold.lease.confirm(sentAt, leaseMs);
     else hold.lease.lose('taken-over');
   }
 

@@ -1,5 +1,5 @@
 /**
- * The permit-expirable semaphore (C8): each acquisition is a lease with a random id, kept in a zset by expiry
+ * The permit-expirable semaphore: each acquisition is a lease with a random id, kept in a zset by expiry
  * (Redis time). Every operation first reclaims expired leases, so the permits of a process that died come back
  * within their lease. A permit without an explicit lease is kept alive by the watchdog, like a lock; any process
  * that knows a permit's id may release or extend it. A permit taken with `persist: true` has no lease at all: it
@@ -15,6 +15,8 @@ import { randomBytes } from 'node:crypto';
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { traceAcquire, type HeldFacts } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
@@ -107,6 +109,11 @@ export class Permit extends LeasedHeld {
     }
     return super.releaseOnce();
   }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    return { ...super.diagnostics(), holdCount: undefined, permits: this.permits };
+  }
 }
 
 /** Most permits one `acquireEach` or `releaseMany` call handles (the ids travel as script arguments). */
@@ -128,6 +135,7 @@ export class PermitExpirableSemaphore {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,
@@ -249,12 +257,12 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit> {
-    return (await this.#acquire(permits, options, true)) as Permit;
+    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace))) as Permit;
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the permit, or `null` when not enough are free. */
   tryAcquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit | null> {
-    return this.#acquire(permits, options, false) as Promise<Permit | null>;
+    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace)) as Promise<Permit | null>;
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards. `fn` gets the permit (its `signal`). */
@@ -272,12 +280,12 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[]> {
-    return (await this.#acquire(permits, options, true, true)) as Permit[];
+    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace, true))) as Permit[];
   }
 
   /** One attempt (or a wait of at most `timeout` ms) of {@link PermitExpirableSemaphore.acquireEach}: the permits, or `null`. */
   tryAcquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[] | null> {
-    return this.#acquire(permits, options, false, true) as Promise<Permit[] | null>;
+    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace, true)) as Promise<Permit[] | null>;
   }
 
   /**
@@ -372,7 +380,13 @@ export class PermitExpirableSemaphore {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, required: boolean, each = false): Promise<Permit | Permit[] | null> {
+  async #acquire(
+    permits: unknown,
+    options: PermitAcquireOptions | undefined,
+    required: boolean,
+    trace: AcquireContext | undefined,
+    each = false,
+  ): Promise<Permit | Permit[] | null> {
     const n = each ? checkInt(permits, 'permits', 1, MAX_PERMIT_IDS) : checkPermits(permits);
     const opts = checkOptions<PermitAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
@@ -393,6 +407,7 @@ export class PermitExpirableSemaphore {
       channel: this.#channel,
       timeout,
       signal,
+      trace,
       attempt: async (budget) => {
         const ids = Array.from({ length: each ? n : 1 }, () => randomBytes(16).toString('hex'));
         const sentAt = now();

@@ -26,6 +26,8 @@ import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisCon
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { driftOf } from '../internal/lease.js';
+import { traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript, type ScriptDef } from '../script.js';
@@ -107,7 +109,7 @@ export class RedlockSemaphore {
     this.#table = new HoldTable(
       {
         name,
-        kind: 'redlock semaphore permits',
+        kind: 'redlock semaphore',
         renew: async (owner, leaseMs) => {
           const slots = this.#slots.get(owner) ?? [];
           const results = await this.#everywhere(scripts['qsem/renew'], slots, [owner, leaseMs], (held) => held === slots.length);
@@ -149,7 +151,7 @@ export class RedlockSemaphore {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(permits = 1, options?: RedlockAcquireOptions): Promise<HeldRedlockPermits> {
-    return (await this.#acquire(permits, options, false)) as HeldRedlockPermits;
+    return (await traceAcquire('redlock-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace))) as HeldRedlockPermits;
   }
 
   /**
@@ -157,7 +159,7 @@ export class RedlockSemaphore {
    * @throws {QuorumNotReachedError} when too few nodes answered at all
    */
   tryAcquire(permits = 1, options?: Omit<RedlockAcquireOptions, 'timeout'>): Promise<HeldRedlockPermits | null> {
-    return this.#acquire(permits, options, true);
+    return traceAcquire('redlock-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace));
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards, also when `fn` throws. */
@@ -183,7 +185,7 @@ export class RedlockSemaphore {
     return replies.map((r) => (r.status === 'fulfilled' ? Number(r.value) : null));
   }
 
-  async #acquire(permits: unknown, options: RedlockAcquireOptions | undefined, single: boolean): Promise<HeldRedlockPermits | null> {
+  async #acquire(permits: unknown, options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlockPermits | null> {
     const want = checkInt(permits, 'permits', 1, this.permits);
     const opts = checkOptions<RedlockAcquireOptions>(options);
     checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
@@ -199,6 +201,7 @@ export class RedlockSemaphore {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       redlock.assertOpen();
+      if (trace) trace.attempts++;
       const result = await this.#attempt(want, leaseMs, fixedLease === undefined);
       if (result.held) {
         if (!redlock.closed) return result.held;

@@ -1,5 +1,5 @@
 /**
- * Redlock (C12): one lock over N independent Redis masters, held while a majority of them hold it.
+ * Redlock: one lock over N independent Redis masters, held while a majority of them hold it.
  *
  * Each node runs the same scripts as the single-Redis {@link Lock} (`lock/acquire`, `lock/renew`, `lock/release`), so
  * the keys are the same and a node can be inspected with the usual tools. On top:
@@ -18,10 +18,12 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
-import type { Closable } from '../core.js';
+import { closeHolds, type Closable } from '../core.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
+import { traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { driftOf } from '../internal/lease.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration, optSignal } from '../internal/validate.js';
 import { Keys } from '../keys.js';
@@ -215,9 +217,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const holds = [...this.holds];
-    this.holds.clear();
-    await Promise.allSettled(holds.map((h) => h.closeHold()));
+    await closeHolds(this.holds);
   }
 
   /** `await using redlock = new Redlock(...)` closes it at the end of the scope. */
@@ -264,6 +264,7 @@ export class RedlockLock {
 
   /** @internal */
   constructor(
+    /** The Redlock client this lock belongs to. */
     readonly redlock: Redlock,
     /** The lock's name. */
     readonly name: string,
@@ -307,7 +308,7 @@ export class RedlockLock {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(options?: RedlockAcquireOptions): Promise<HeldRedlock> {
-    return (await this.#acquire(options, false)) as HeldRedlock;
+    return (await traceAcquire('redlock', this.name, options, (trace) => this.#acquire(options, false, trace))) as HeldRedlock;
   }
 
   /**
@@ -315,7 +316,7 @@ export class RedlockLock {
    * @throws {QuorumNotReachedError} when too few nodes answered at all (the lock could not be judged)
    */
   tryAcquire(options?: Omit<RedlockAcquireOptions, 'timeout'>): Promise<HeldRedlock | null> {
-    return this.#acquire(options, true);
+    return traceAcquire('redlock', this.name, options, (trace) => this.#acquire(options, true, trace));
   }
 
   /** Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. */
@@ -329,7 +330,7 @@ export class RedlockLock {
     }
   }
 
-  async #acquire(options: RedlockAcquireOptions | undefined, single: boolean): Promise<HeldRedlock | null> {
+  async #acquire(options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlock | null> {
     const opts = checkOptions<RedlockAcquireOptions>(options);
     checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0);
@@ -344,6 +345,7 @@ export class RedlockLock {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       redlock.assertOpen();
+      if (trace) trace.attempts++;
       const result = await this.#attempt(leaseMs, fixedLease === undefined);
       if (result.held) {
         if (!redlock.closed) return result.held;
@@ -379,10 +381,11 @@ export class RedlockLock {
     const nodeTimeout = redlock.settings.nodeTimeout;
     const owner = redlock.newOwner();
     const lockKeys = [keys.lock(this.name), keys.fence(this.name)];
+    const acquireKeys = [...lockKeys, keys.lockWaiters(this.name)];
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
     const replies: Settled<unknown>[] = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs, '0'], nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0', '0', 10_000], nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
@@ -463,8 +466,8 @@ export class RedlockLock {
         runScript(
           node,
           scripts['lock/release'],
-          [keys.lock(this.name), keys.releaseMarker(this.name, requestId)],
-          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0'],
+          [keys.lock(this.name), keys.releaseMarker(this.name, requestId), keys.lockWaiters(this.name)],
+          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0', 50],
           settings.nodeTimeout,
         ),
       ),

@@ -1,5 +1,5 @@
 /**
- * The counting semaphore (C8): a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
+ * The counting semaphore: a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
  * gives n back and wakes waiters over pub/sub.
  *
  * Permits have no owner and no lease (as in Redisson): any caller may release, and permits taken by a process
@@ -13,6 +13,8 @@
 import type { Closable, Core } from '../core.js';
 import { AcquireTimeoutError } from '../errors.js';
 import { Held } from '../internal/held.js';
+import { traceAcquire, type HeldFacts } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -58,11 +60,17 @@ export class SemaphorePermits extends Held implements Closable {
 
   /** @internal */
   constructor(
+    /** The semaphore these permits came from. */
     readonly semaphore: Semaphore,
     /** How many permits this holds. */
     readonly permits: number,
   ) {
     super();
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    return { kind: 'semaphore', name: this.semaphore.name, permits: this.permits };
   }
 
   /**
@@ -114,6 +122,7 @@ export function checkPermitDelta(value: unknown, what = 'permits'): number {
 export class Semaphore {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,
@@ -152,7 +161,7 @@ export class Semaphore {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits> {
-    return (await this.#acquire(permits, options, true)) as SemaphorePermits;
+    return (await traceAcquire('semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace))) as SemaphorePermits;
   }
 
   /**
@@ -160,7 +169,7 @@ export class Semaphore {
    * @param permits how many @default 1
    */
   tryAcquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
-    return this.#acquire(permits, options, false);
+    return traceAcquire('semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace));
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards, also when `fn` throws. */
@@ -225,7 +234,7 @@ export class Semaphore {
   }
 
   /** `required` (acquire): no default time limit, and the time running out is an `AcquireTimeoutError`. */
-  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean): Promise<SemaphorePermits | null> {
+  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<SemaphorePermits | null> {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     const opts = checkOptions<SemaphoreAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
@@ -243,6 +252,7 @@ export class Semaphore {
       channel: this.#channel,
       timeout,
       signal,
+      trace,
       attempt: async (budget) => {
         const reply = (await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget)) as number[];
         if (reply[0] === 1) {
