@@ -8,64 +8,55 @@ import 'reflect-metadata';
 import { CronJob } from 'cron';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
+import { describeEachAdapter, sleep, type Opened } from '../support/suite.js';
 import { runOnce } from '../../src/integrations/cron.js';
 import { holdfastRunCoordinator } from '../../src/integrations/node-cron.js';
 import { RunOnce, RunOnceModule } from '../../src/integrations/nestjs.js';
 import type { JobRunInfo } from '../../src/index.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+describeEachAdapter('holdfast/cron runOnce', (ctx) => {
+  const made: Opened[] = [];
 
-for (const adapter of adapters) {
-  void describe(`holdfast/cron runOnce (${adapter.name})`, () => {
-    let server: RedisServer;
-    const made: Awaited<ReturnType<typeof makeHoldfast>>[] = [];
-
-    before(async () => {
-      server = await RedisServer.start();
-      for (let i = 0; i < 2; i++) made.push(await makeHoldfast(adapter, server.url, { prefix: 'cron-test:' }));
-    });
-    after(async () => {
-      for (const m of made) await m.dispose();
-      await server.stop();
-    });
-
-    void it('two CronJobs of one name run each tick once; a throwing tick is reported and the job goes on', async () => {
-      const ran: { tick: number; by: number; schedule: string }[] = [];
-      const errors: [unknown, JobRunInfo][] = [];
-      await sleep(1000 - (Date.now() % 1000) + 300);
-      const jobs = made.map((m, by) =>
-        CronJob.from({
-          cronTime: '* * * * * *',
-          onTick: runOnce(
-            m.holdfast,
-            'cron-job',
-            async ({ tick, name }) => {
-              ran.push({ tick: tick.getTime(), by, schedule: name });
-              if (ran.length === 1) throw new Error('first tick fails');
-              await sleep(20);
-            },
-            { lockAtMostFor: 5000, lockAtLeastFor: 200, onError: (e, info) => void errors.push([e, info]) },
-          ),
-          start: true,
-          waitForCompletion: true,
-        }),
-      );
-      await sleep(3200);
-      for (const j of jobs) void j.stop();
-      await sleep(300);
-      const ticks = ran.map((r) => r.tick);
-      assert.ok(ticks.length >= 3, `ticks ran: ${ticks.join(', ')}`);
-      assert.equal(new Set(ticks).size, ticks.length, `no tick twice: ${ticks.join(', ')}`);
-      for (let i = 1; i < ticks.length; i++) assert.equal(ticks[i]! - ticks[i - 1]!, 1000, 'no tick missed');
-      assert.equal(errors.length, 1);
-      assert.equal((errors[0]![0] as Error).message, 'first tick fails');
-      assert.equal(errors[0]![1].phase, 'run');
-      // the record `holdfast jobs` reads: the job's schedule came from the CronJob it ticked for
-      const key = made[0]!.holdfast.core.keys.job('cron-job');
-      assert.equal(await made[0]!.holdfast.core.command(['HGET', key, 'c'], key), '* * * * * *');
-    });
+  before(async () => {
+    for (let i = 0; i < 2; i++) made.push(await ctx.open({ prefix: 'cron-test:' }));
   });
-}
+
+  void it('two CronJobs of one name run each tick once; a throwing tick is reported and the job goes on', async () => {
+    const ran: { tick: number; by: number; schedule: string }[] = [];
+    const errors: [unknown, JobRunInfo][] = [];
+    await sleep(1000 - (Date.now() % 1000) + 300);
+    const jobs = made.map((m, by) =>
+      CronJob.from({
+        cronTime: '* * * * * *',
+        onTick: runOnce(
+          m.holdfast,
+          'cron-job',
+          async ({ tick, name }) => {
+            ran.push({ tick: tick.getTime(), by, schedule: name });
+            if (ran.length === 1) throw new Error('first tick fails');
+            await sleep(20);
+          },
+          { lockAtMostFor: 5000, lockAtLeastFor: 200, onError: (e, info) => void errors.push([e, info]) },
+        ),
+        start: true,
+        waitForCompletion: true,
+      }),
+    );
+    await sleep(3200);
+    for (const j of jobs) void j.stop();
+    await sleep(300);
+    const ticks = ran.map((r) => r.tick);
+    assert.ok(ticks.length >= 3, `ticks ran: ${ticks.join(', ')}`);
+    assert.equal(new Set(ticks).size, ticks.length, `no tick twice: ${ticks.join(', ')}`);
+    for (let i = 1; i < ticks.length; i++) assert.equal(ticks[i]! - ticks[i - 1]!, 1000, 'no tick missed');
+    assert.equal(errors.length, 1);
+    assert.equal((errors[0]![0] as Error).message, 'first tick fails');
+    assert.equal(errors[0]![1].phase, 'run');
+    // the record `holdfast jobs` reads: the job's schedule came from the CronJob it ticked for
+    const key = made[0]!.holdfast.core.keys.job('cron-job');
+    assert.equal(await made[0]!.holdfast.core.command(['HGET', key, 'c'], key), '* * * * * *');
+  });
+});
 
 void describe('scheduler adapters reject bad arguments at once', () => {
   let server: RedisServer;

@@ -41,12 +41,14 @@ export interface SuiteOptions {
   servers?: number;
   /** Options of the suite's default `holdfast` client. */
   holdfast?: Omit<HoldfastOptions, 'redis'>;
+  /** The `describe`'s `concurrency` (node:test), e.g. `true` to run the suite's tests at the same time. */
+  concurrency?: boolean | number;
 }
 
 /** Runs `body` once per client adapter (ioredis, node-redis), as `describe(\`${title} (${adapter})\`)`. */
 export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => void, options: SuiteOptions = {}): void {
   for (const adapter of adapters) {
-    void describe(`${title} (${adapter.name})`, () => {
+    void describe(`${title} (${adapter.name})`, options.concurrency === undefined ? {} : { concurrency: options.concurrency }, () => {
       let servers: RedisServer[] = [];
       let main: Opened | undefined;
       const opened: Opened[] = [];
