@@ -282,6 +282,8 @@ export class FairLock {
     let heartbeat: Heartbeat | undefined;
     /** When this waiter's last attempt that left it queued was sent: the grant it waits for outlives that + aliveMs. */
     let queuedAt = -Infinity;
+    /** Hand-off messages with a lower token were sent before this waiter's last attempt ran, which found them stale. */
+    let staleBelow = 0;
     // A re-entry waits for a hand-off claim still in flight, so that Redis counts the holds in the order made here.
     if (!fresh) await this.#table.get(owner)?.claim;
 
@@ -309,6 +311,8 @@ export class FairLock {
             return { done: true, value: new HeldLock(this.#table.held(owner, reply[1] ?? 0, sentAt, leaseMs, fixedLease === undefined), reply[2] ?? 1) };
           }
           if (reply[2] === 1) queuedAt = sentAt;
+          // A grant message already on its way was sent before this attempt ran, which found it gone: ignore it.
+          staleBelow = Math.max(staleBelow, (reply[3] ?? 0) + 1);
           if (reply[2] === 1 && !heartbeat) {
             heartbeat = this.#heartbeat(channel);
             heartbeat.join(owner);
@@ -318,7 +322,10 @@ export class FairLock {
           const pttl = reply[1] ?? -1;
           return { done: false, retryInMs: pttl > 0 ? pttl : -1 };
         },
-        onPayload: (payload) => this.#handedOver(owner, Number(payload), queuedAt, leaseMs, fixedLease === undefined),
+        onPayload: (payload) => {
+          const token = Number(payload);
+          return token >= staleBelow ? this.#handedOver(owner, token, queuedAt, leaseMs, fixedLease === undefined) : undefined;
+        },
         onGiveUp: async () => {
           if (heartbeat) await this.leaveQueue(owner);
         },

@@ -14,7 +14,8 @@
   ARGV[6] least TTL of a grant in ms
   ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
-  Returns {1, token, holdCount} when acquired, re-entered or claimed; otherwise {0, pttl, queued (1/0)}, pttl being
+  Returns {1, token, holdCount} when acquired, re-entered or claimed; otherwise {0, pttl, queued (1/0), lastToken}
+  (lastToken: the fencing counter now, see the end), pttl being
   what is left of the holder's lease (at most 50 ms for a grant not claimed yet): a waiter wakes then at the latest,
   so a lease that lapses is handed on at once, not at the next heartbeat.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
@@ -82,4 +83,6 @@ local pttl = redis.call('pttl', KEYS[1])
 if redis.call('hget', KEYS[1], 'c') == '0' then
   pttl = math.min(pttl, 50)
 end
-return {0, pttl, queued}
+-- The counter's value now: a hand-off message with a token not above it was sent before this call ran, for a grant
+-- this call found gone (or taken): the waiter must not act on it.
+return {0, pttl, queued, tonumber(redis.call('get', KEYS[2]) or '0')}
