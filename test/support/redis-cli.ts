@@ -3,11 +3,12 @@
  * keep running holdfast traffic in the same process while a topology changes.
  */
 import { execFile } from 'node:child_process';
+import { REDIS_CLI } from './binaries.js';
 
 /** Runs `redis-cli -h 127.0.0.1 -p <port> ...args` and resolves its stdout, trimmed. Rejects on a non-zero exit. */
 export function cli(port: number, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(REDIS_CLI, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`redis-cli -p ${port} ${args.join(' ')}: ${error.message} ${stderr}`));
       else resolve(stdout.trim());
     });

@@ -1,5 +1,5 @@
 /**
- * Real redis-server processes for tests: started on free loopback ports with persistence off, and controllable
+ * Real redis-server processes for tests (`$HOLDFAST_REDIS_SERVER`, default `redis-server`; see binaries.ts): started on free loopback ports with persistence off, and controllable
  * (stop, kill -9, SIGSTOP/SIGCONT, restart on the same port). Never touches a server it did not start.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { REDIS_SERVER } from './binaries.js';
 
 /** A free TCP port on 127.0.0.1 (asks the OS, then closes). */
 export function freePort(): Promise<number> {
@@ -84,19 +85,19 @@ export class RedisServer {
 
   async launch(): Promise<void> {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--daemonize', 'no', ...this.args];
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}: ${stderr}`);
+      if (child.exitCode !== null) throw new Error(`${REDIS_SERVER} exited with ${child.exitCode}: ${stderr}`);
       try {
         if ((await rawCommand(this.port, 'PING', 300)) === '+PONG') return;
       } catch {
         /* not up yet */
       }
-      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not start: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`${REDIS_SERVER} on ${this.port} did not start: ${stderr}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }

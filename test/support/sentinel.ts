@@ -1,19 +1,17 @@
 /**
  * A Sentinel-managed master for tests: one master, one replica and three sentinels, all real processes on free
- * loopback ports. Sentinels run as `redis-sentinel` when installed, else as `redis-server --sentinel` (the same binary).
+ * loopback ports. Sentinels run as `redis-sentinel` when installed, else as `redis-server --sentinel` (the same binary);
+ * see binaries.ts for choosing the binaries.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hasBinary, REDIS_CLI, REDIS_SENTINEL, REDIS_SERVER } from './binaries.js';
 import { cli, infoField, until } from './redis-cli.js';
 import { freePort, RedisServer } from './redis-server.js';
 
 export const MASTER_NAME = 'holdfast-master';
-
-function hasBinary(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
-}
 
 /** One sentinel process. */
 export class Sentinel {
@@ -41,7 +39,7 @@ export class Sentinel {
         '',
       ].join('\n'),
     );
-    const [bin, args]: [string, string[]] = hasBinary('redis-sentinel') ? ['redis-sentinel', [conf]] : ['redis-server', [conf, '--sentinel']];
+    const [bin, args]: [string, string[]] = hasBinary(REDIS_SENTINEL) ? [REDIS_SENTINEL, [conf]] : [REDIS_SERVER, [conf, '--sentinel']];
     this.#child = spawn(bin, args, { stdio: 'ignore' });
     await until(async () => (await cli(this.port, 'PING')) === 'PONG', 10_000, `sentinel on ${this.port}`);
   }
@@ -134,7 +132,7 @@ export class SentinelSet {
     await until(
       async () => {
         const port = await this.masterPort();
-        const probe = spawnSync('redis-cli', ['-p', String(port)], { input: 'SET holdfast-test:probe 1\nWAIT 1 500\n', timeout: 5000 });
+        const probe = spawnSync(REDIS_CLI, ['-p', String(port)], { input: 'SET holdfast-test:probe 1\nWAIT 1 500\n', timeout: 5000 });
         return probe.stdout.toString().trim().split('\n').pop() === '1';
       },
       timeoutMs,

@@ -11,6 +11,7 @@ import { createCluster } from 'redis';
 import { Holdfast } from '../../src/index.js';
 import { Keys } from '../../src/keys.js';
 import { RedisCluster } from '../support/cluster.js';
+import { REDIS_CLI } from '../support/binaries.js';
 
 let cluster: RedisCluster;
 
@@ -135,7 +136,7 @@ for (const c of cases) {
       const replica = await cluster.replicaOf(master);
       const sync = { replicas: 1, timeout: 300 };
       const held = await a.lock(name).acquire({ lease: 5000, replicaSync: sync });
-      const onReplica = spawnSync('redis-cli', ['-p', String(replica.port)], { input: `READONLY\nEXISTS "${a.core.keys.lock(name)}"\n` });
+      const onReplica = spawnSync(REDIS_CLI, ['-p', String(replica.port)], { input: `READONLY\nEXISTS "${a.core.keys.lock(name)}"\n` });
       assert.equal(onReplica.stdout.toString().trim().split('\n').pop(), '1', 'on the replica of the right master');
       await held.release();
       // A WAIT sent to any other master would see its own (idle) replica and report success.
