@@ -115,6 +115,8 @@ const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
 
 /** How long GLIDE may take to confirm a (un)subscription; holdfast's `commandTimeout` bounds the wait for it first. */
 const SUBSCRIBE_TIMEOUT_MS = 30_000;
+/** How long closing the subscriber waits for its unsubscriptions before it closes anyway. */
+const CLOSE_TIMEOUT_MS = 1000;
 
 const strings = (values: readonly (string | number)[]): string[] => values.map(String);
 
@@ -128,10 +130,17 @@ const strings = (values: readonly (string | number)[]): string[] => values.map(S
  */
 export function glideTransport(client: GlideLike, options: GlideTransportOptions = {}): RedisTransport {
   const cluster = typeof client.ssubscribe === 'function';
-  const send = (args: string[], route?: SlotKeyRoute): Promise<unknown> =>
-    (route ? client.customCommand(args, { route }) : client.customCommand(args)).then(flattenRecords, (error: unknown) => {
+  const send = (args: string[], route?: SlotKeyRoute): Promise<unknown> => {
+    let reply: Promise<unknown>;
+    try {
+      reply = route ? client.customCommand(args, { route }) : client.customCommand(args);
+    } catch (error) {
+      return Promise.reject(error as Error); // a closed client throws at once: still a rejection, as from the others
+    }
+    return reply.then(flattenRecords, (error: unknown) => {
       throw toReplyError(error);
     });
+  };
   return {
     kind: 'glide',
     // EVALSHA / EVAL as plain commands (not GLIDE's `Script`, which hides NOSCRIPT): holdfast's one script path
@@ -174,6 +183,8 @@ export function glideTransport(client: GlideLike, options: GlideTransportOptions
         close: async () => {
           if (closed) return;
           closed = true;
+          // drop every subscription first: GLIDE keeps re-subscribing what it was asked for, even as it closes
+          await Promise.allSettled([sub.unsubscribe(null, CLOSE_TIMEOUT_MS), sub.sunsubscribe?.(null, CLOSE_TIMEOUT_MS)]);
           sub.close();
         },
       };
