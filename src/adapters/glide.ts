@@ -12,12 +12,16 @@ interface SlotKeyRoute {
   key: string;
 }
 
+/** `GlideClusterClient.customCommand` with a route. */
+type RoutedCommand = (args: string[], options: { route: SlotKeyRoute }) => Promise<unknown>;
+
 /**
  * The part of a Valkey GLIDE `GlideClient` or `GlideClusterClient` (`@valkey/valkey-glide` ≥ 2) the adapter uses
  * (structural: holdfast never imports GLIDE).
  */
 export interface GlideLike {
-  customCommand(args: string[], options?: { route?: SlotKeyRoute }): Promise<unknown>;
+  /** On a `GlideClusterClient` it also takes `{ route }`. */
+  customCommand(args: string[]): Promise<unknown>;
   invokeScript(script: unknown, options?: unknown): Promise<unknown>;
   subscribe(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   unsubscribe(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
@@ -133,9 +137,9 @@ export function glideTransport(client: GlideLike, options: GlideTransportOptions
   const send = (args: string[], route?: SlotKeyRoute): Promise<unknown> => {
     let reply: Promise<unknown>;
     try {
-      reply = route ? client.customCommand(args, { route }) : client.customCommand(args);
+      reply = route ? (client.customCommand as RoutedCommand).call(client, args, { route }) : client.customCommand(args);
     } catch (error) {
-      return Promise.reject(error as Error); // a closed client throws at once: still a rejection, as from the others
+      return Promise.reject(error); // a closed client throws at once: still a rejection, as from the others
     }
     return reply.then(flattenRecords, (error: unknown) => {
       throw toReplyError(error);

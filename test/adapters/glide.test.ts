@@ -123,3 +123,9 @@ void describe('GLIDE adapter', () => {
     assert.equal(await client.customCommand(['PING']), 'PONG', "the user's client is still open");
   });
 });
+
+// Type level: both GLIDE clients are accepted where a GlideLike is asked for (no cast in user code).
+export const typeCheck = (client: GlideClient, cluster: import('@valkey/valkey-glide').GlideClusterClient): unknown[] => [
+  glideTransport(client),
+  glideTransport(cluster),
+];
