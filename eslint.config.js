@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'results/**', 'coverage/**', '**/*.gen.ts'] },
+  { ignores: ['dist/**', 'node_modules/**', 'results/**', 'coverage/**', '**/*.gen.ts', '.test-tmp/**', 'demo-output/**', 'docs/api/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

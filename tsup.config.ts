@@ -1,4 +1,28 @@
+import { resolve } from 'node:path';
+import type { Plugin } from 'esbuild';
 import { defineConfig } from 'tsup';
+
+const SRC = resolve('src');
+const CLI = resolve('src/cli');
+
+/**
+ * The CLI reaches the library only through `src/index.ts`, and that import stays an import of the built entry
+ * (`dist/cli/main.js` → `../index.js`) instead of a second copy of the library inside the CLI bundle. Any other
+ * import from the CLI into the library's sources is a build error, so a copy cannot creep back in.
+ */
+const libraryFromBuiltEntry: Plugin = {
+  name: 'cli-imports-built-library',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.?\// }, (args) => {
+      const target = resolve(args.resolveDir, args.path).replace(/\.js$/, '.ts');
+      if (target === resolve(SRC, 'index.ts')) return { path: '../index.js', external: true };
+      if (target.startsWith(SRC + '/') && !target.startsWith(CLI + '/')) {
+        return { errors: [{ text: `${args.importer}: the CLI must import the library through src/index.ts, not ${args.path}` }] };
+      }
+      return undefined;
+    });
+  },
+};
 
 export default defineConfig([
   {
@@ -11,7 +35,7 @@ export default defineConfig([
     },
     format: ['esm', 'cjs'],
     dts: true,
-    sourcemap: true,
+    sourcemap: false,
     clean: true,
     target: 'node20',
     splitting: false,
@@ -20,8 +44,9 @@ export default defineConfig([
     entry: { 'cli/main': 'src/cli/main.ts' },
     format: ['esm'],
     dts: false,
-    sourcemap: true,
+    sourcemap: false,
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
+    esbuildPlugins: [libraryFromBuiltEntry],
   },
 ]);

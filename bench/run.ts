@@ -14,6 +14,7 @@ import { Holdfast } from '../src/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { subjects, type Subject } from './peers.js';
 import { chart } from './chart.js';
+import { formatIndependentKeys, independentKeys } from './independent-keys.js';
 import type { Event, ResultMessage, SetupMessage } from './worker.js';
 
 const quick = process.argv.includes('--quick');
@@ -477,6 +478,11 @@ async function main(): Promise<void> {
       ) + '\n',
     );
 
+    // 3b. per-entity locks (issue 14): independent keys on one connection; all of it in `npm run bench:throughput`
+    const independent = await independentKeys({ url: server.url, probe: redis, rounds: 3, segmentMs: quick ? 200 : 1000, ...(only ? { only } : {}) });
+    log('## Independent keys: acquire + release on a fresh name, many in flight on one connection\n');
+    log(formatIndependentKeys(independent));
+
     // 4. targets
     const at8 = contended.filter((r) => r.contenders === 8);
     const peers8 = at8.filter((r) => !r.subject.startsWith('holdfast'));
@@ -561,7 +567,7 @@ async function main(): Promise<void> {
         growth <= 1.1,
       );
     }
-    log('## Targets (PRODUCT.md §3)\n');
+    log('## Targets\n');
     log(
       `1/(hold + 2 RTT) = ${f(ideal)} hand-offs/s with the nominal ${HOLD_MS} ms hold and the idle round trip (${f(rtt * 1000)} µs); ${f(idealMeasuredHold)} with the measured hold. ` +
         'The loaded round trip is a PING measured during the same scenario, under the load of its contenders (and of whatever else runs on the machine).\n',
@@ -578,7 +584,7 @@ async function main(): Promise<void> {
     const dir = join(import.meta.dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `bench-${stamp}.md`), out.join('\n') + '\n');
-    writeFileSync(join(dir, `bench-${stamp}.json`), JSON.stringify({ date, machine, rtt, quick, uncontended, contended, scale }, null, 2) + '\n');
+    writeFileSync(join(dir, `bench-${stamp}.json`), JSON.stringify({ date, machine, rtt, quick, uncontended, contended, scale, independent }, null, 2) + '\n');
     writeFileSync(join(dir, `bench-${stamp}.svg`), chart(contended, LEVELS, `holdfast vs peers: hand-offs/s, ${HOLD_MS} ms hold (${date.slice(0, 10)})`));
     console.error(`\nwrote results/bench-${stamp}.{md,json,svg}`);
   } finally {

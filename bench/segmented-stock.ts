@@ -1,14 +1,14 @@
 /**
- * Benchmark (not a test): segmented stock against a single lock, after the seeds' "lock segmentation for stock
+ * Benchmark (not a test): segmented stock against a single lock, after the classic "lock segmentation for stock
  * deduction under heavy load". `npm run bench:stock` (REDIS_URL to use your own Redis; BENCH_MS per row, default 2500;
  * BENCH_CONCURRENCY concurrent buyers, default 32).
  *
  * Rows:
  * - `SegmentedStock.take` with 1, 4 and 16 segments: one atomic script per take, no lock, no critical section.
- * - a single lock with a 2 ms critical section: lock, read the stock, 2 ms of work, write it back, unlock (the seeds'
- *   starting point);
+ * - a single lock with a 2 ms critical section: lock, read the stock, 2 ms of work, write it back, unlock (the
+ *   usual starting point);
  * - segment locks with the same 2 ms critical section, 4 and 16 segments: each buyer locks a random free segment
- *   (the seeds' lock segmentation, ConcurrentHashMap/LongAdder style): throughput grows with the segments.
+ *   (lock segmentation, ConcurrentHashMap/LongAdder style): throughput grows with the segments.
  *
  * Figures on a 2-core shared machine are noisy: read the ratios, not the absolute numbers.
  */

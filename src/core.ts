@@ -49,6 +49,13 @@ export interface Closable {
   closeHold(): Promise<void>;
 }
 
+/** Ends every hold of `holds` (releases them in the backend, best effort) and empties the set. */
+export async function closeHolds(holds: Set<Closable>): Promise<void> {
+  const all = [...holds];
+  holds.clear();
+  await Promise.allSettled(all.map((h) => h.closeHold()));
+}
+
 /** Per async call chain: lock key → the owner id this chain holds it under. */
 export type HoldContext = ReadonlyMap<string, { owner: string; active: () => boolean }>;
 
@@ -164,9 +171,7 @@ export class Core {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const holds = [...this.holds];
-    this.holds.clear();
-    await Promise.allSettled(holds.map((h) => h.closeHold()));
+    await closeHolds(this.holds);
     await this.notifier.close();
   }
 }

@@ -45,6 +45,7 @@ export class HoldfastError extends Error {
     Object.defineProperty(this, BRAND, { value: true });
   }
 
+  /** The class name, e.g. `LockLostError` (also across package copies). */
   override get name(): string {
     return this.constructor.name;
   }

@@ -9,13 +9,14 @@ import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
 import { Core, type CoreSettings, type HoldfastWarning } from './core.js';
+import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
 import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
-import { Scheduler, type SchedulerOptions } from './recipes/scheduler.js';
+import { inspectJob, Scheduler, type JobInfo, type SchedulerOptions } from './recipes/scheduler.js';
 import { SegmentedStock, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 import { CountDownLatch } from './primitives/count-down-latch.js';
 import { MultiLock, toLocks } from './primitives/multi-lock.js';
@@ -166,6 +167,47 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** The settings in force (defaults filled in). */
   get settings(): Readonly<CoreSettings> {
     return this.core.settings;
+  }
+
+  /**
+   * Carries the fencing counters of holdfast 0.1 (one key per lock name, `<prefix>{<name>}:fence`) over to the shared
+   * counters of this version (one per Redis Cluster slot), so that tokens keep growing for names locked before the
+   * upgrade: each old counter raises its slot's counter to at least its value, then is deleted. Walks the prefix with
+   * `SCAN` (`count` keys per step). Run it once, on each Cluster master, before (or soon after) this version takes
+   * locks; running it again finds nothing to do.
+   * @returns how many old counters were carried over
+   */
+  async migrateFencingCounters(options: { count?: number } = {}): Promise<number> {
+    const opts = checkOptions<{ count?: number }>(options);
+    checkKnownKeys(opts, ['count']);
+    const count = opts.count === undefined ? 1000 : checkDuration(opts.count, 'options.count');
+    const core = this.core;
+    core.assertOpen();
+    const keys = core.keys;
+    const pattern = `${keys.prefix.replace(/[*?[\]\\]/g, '\\$&')}{*}:fence`;
+    let cursor = '0';
+    let moved = 0;
+    do {
+      const [next, found] = (await core.command(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(count)])) as [string, string[]];
+      cursor = String(next);
+      for (const key of found) {
+        const name = keys.nameOf(key);
+        if (name === undefined || keys.fence(name) === key) continue; // already a shared counter
+        await core.run(scripts['fence/migrate'], [key, keys.fence(name)], []);
+        moved++;
+      }
+    } while (cursor !== '0');
+    return moved;
+  }
+
+  /**
+   * A scheduled job's record (of the scheduler or its node-cron, `cron` and NestJS adapters): its last tick run, by
+   * which instance fingerprint, how long it took, its error, and whether a run holds it now.
+   * @returns `undefined` when the job has no record (never claimed, or forgotten 7 days after its last tick)
+   */
+  inspectJob(name: string): Promise<JobInfo | undefined> {
+    this.core.assertOpen();
+    return inspectJob(this.core, checkName(name));
   }
 
   /** A handle on the reentrant lock `name` (cheap; no Redis call). */

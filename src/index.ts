@@ -75,6 +75,7 @@ export {
   type JobFunction,
   type JobRunInfo,
   type SkipReason,
+  type JobInfo,
 } from './recipes/scheduler.js';
 export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
 export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';

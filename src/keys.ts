@@ -7,8 +7,9 @@
  * | key                              | type   | TTL                 | written by              |
  * |----------------------------------|--------|---------------------|-------------------------|
  * | `holdfast:{orders:42}:lock`      | string | the lease           | lock: `<holds>:<token>:<owner>` |
- * | `holdfast:{orders:42}:fence`     | string | none (a counter)    | every fresh acquisition |
- * | `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
+ * | `holdfast:{<t>}:fence`           | string | none (a counter)    | every fresh acquisition of a name in slot(t) |
+ * | `holdfast:{orders:42}:lock:w`    | zset   | refreshed by waiters| lock: waiters → since when (only while contended) |
+| `holdfast:{orders:42}:ch`        | channel| —                   | release publishes here  |
  * | `holdfast:{orders:42}:rel:<id>`  | string | `releaseMarkerTtl`  | release (retry-safety)  |
  * | `holdfast:{orders:42}:fair`      | hash   | the lease / a grant | fair lock scripts       |
  * | `holdfast:{orders:42}:fair:q`    | list   | refreshed by waiters| fair lock: FIFO of owner ids |
@@ -33,8 +34,79 @@
  * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
  * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
  *
+ * Fencing counters are shared, one per Redis Cluster slot: the counter of a name is `<prefix>{<t>}:fence`, where `t`
+ * is a short tag chosen (from a table computed once) so that the counter key lands in the name's own slot. So a
+ * prefix never holds more than 16,384 counters however many names it locks, a name's counter moves with its slot
+ * in a Cluster migration, and every primitive of a name mints from the same counter: tokens still only grow per
+ * name (they grow faster, and are shared by the names of a slot). Version 0.1 kept one counter per name
+ * (`<prefix>{<name>}:fence`); `Holdfast.migrateFencingCounters()` carries those over once.
+ *
  * @module
  */
+
+/** Redis Cluster slots. */
+export const SLOTS = 16384;
+
+const CRC_TABLE = (() => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = i << 8;
+    for (let j = 0; j < 8; j++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    table[i] = crc;
+  }
+  return table;
+})();
+
+/** CRC16-XMODEM of the UTF-8 bytes of `s` from `start` to `end` (code units), as Redis Cluster hashes keys. */
+function crc16(s: string, start: number, end: number): number {
+  let crc = 0;
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) {
+      crc = ((crc << 8) & 0xffff) ^ (CRC_TABLE[((crc >> 8) ^ c) & 0xff] as number);
+      continue;
+    }
+    // not ASCII: hash the rest by its UTF-8 bytes
+    for (const byte of Buffer.from(s.slice(i, end), 'utf8')) crc = ((crc << 8) & 0xffff) ^ (CRC_TABLE[((crc >> 8) ^ byte) & 0xff] as number);
+    return crc;
+  }
+  return crc;
+}
+
+/** The Redis Cluster slot of `key`: its hash tag (between the first `{` and the next `}`) if not empty, else all of it. */
+export function slotOf(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return crc16(key, open + 1, close) % SLOTS;
+  }
+  return crc16(key, 0, key.length) % SLOTS;
+}
+
+/** Per prefix: slot → the counter key of that slot (filled on first use). */
+const counterTables = new Map<string, (string | undefined)[]>();
+
+/**
+ * The fencing counter keys of `prefix`, by slot. Computed once per prefix by trying tags `0`, `1`, … (base 36) until
+ * every slot has one: about 170,000 CRCs, a few ms. Under a prefix whose own hash tag decides the slot of every key,
+ * all names share one slot, and one counter.
+ */
+function counterTable(prefix: string): (string | undefined)[] {
+  let table = counterTables.get(prefix);
+  if (table) return table;
+  table = new Array<string | undefined>(SLOTS);
+  let filled = 0;
+  for (let n = 0; filled < SLOTS && n < 2_000_000; n++) {
+    const key = `${prefix}{${n.toString(36)}}:fence`;
+    const slot = slotOf(key);
+    if (table[slot] === undefined) {
+      table[slot] = key;
+      filled++;
+    }
+  }
+  counterTables.set(prefix, table);
+  return table;
+}
 
 /** Builds key names for one prefix. */
 export class Keys {
@@ -48,9 +120,22 @@ export class Keys {
   lock(name: string): string {
     return `${this.base(name)}:lock`;
   }
-  /** The fencing-token counter shared by every exclusive primitive of this name. */
+  /**
+   * The fencing-token counter of this name: shared by every exclusive primitive of the name and by every other name
+   * of its Redis Cluster slot (see the module's notes), in the name's slot.
+   */
   fence(name: string): string {
+    const key = counterTable(this.prefix)[slotOf(this.lock(name))];
+    if (key === undefined) throw new Error(`holdfast: no fencing counter key for the slot of "${name}" under prefix "${this.prefix}"`);
+    return key;
+  }
+  /** The counter a name had in version 0.1 (one per name), read only by `Holdfast.migrateFencingCounters()`. */
+  legacyFence(name: string): string {
     return `${this.base(name)}:fence`;
+  }
+  /** The plain lock's waiters of every client: owner id → when it first found the lock taken (a zset, short TTL). */
+  lockWaiters(name: string): string {
+    return `${this.base(name)}:lock:w`;
   }
   /** The pub/sub channel that release messages go to. */
   channel(name: string): string {

@@ -4,19 +4,33 @@ type Listener = (message: string, channel: string) => void;
 
 /** The part of a node-redis client (`createClient` or `createCluster`) the adapter uses. */
 export interface NodeRedisLike {
+  /** `EVALSHA`: runs a cached script. */
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** `EVAL`: runs a script (after `NOSCRIPT`). */
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Any other command. */
   sendCommand(...args: never[]): Promise<unknown>;
+  /** A new client with the same settings: holdfast's one pub/sub connection. */
   duplicate(): NodeRedisLike;
+  /** Connects the duplicate. */
   connect?(): Promise<unknown>;
-  subscribe(channel: string, listener: Listener): Promise<unknown>;
-  unsubscribe(channel: string, listener?: Listener): Promise<unknown>;
-  sSubscribe?(channel: string, listener: Listener): Promise<unknown>;
-  sUnsubscribe?(channel: string, listener?: Listener): Promise<unknown>;
+  /** `SUBSCRIBE` (on the duplicate). */
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** `UNSUBSCRIBE` (on the duplicate). */
+  unsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  /** `SSUBSCRIBE`, with `shardedPubSub`. */
+  sSubscribe?(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** `SUNSUBSCRIBE`, with `shardedPubSub`. */
+  sUnsubscribe?(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  /** Event listener (`error`, `ready`). */
   on(event: string, listener: (...args: never[]) => void): unknown;
+  /** Closes the client (node-redis 5). */
   close?(): Promise<unknown>;
+  /** Closes the client (node-redis 4). */
   quit?(): Promise<unknown>;
+  /** Closes the client at once. */
   destroy?(): void;
+  /** Whether the client is connected. */
   isOpen?: boolean;
   /** Present on a cluster client. */
   masters?: unknown;

@@ -20,7 +20,7 @@ export const EXIT = {
   REDIS_UNAVAILABLE: 69,
   /** An unexpected internal error (sysexits EX_SOFTWARE). */
   INTERNAL: 70,
-  /** `exec --wait` ran out before the lock was free (sysexits EX_TEMPFAIL). */
+  /** `exec --wait` ran out before the lock was free (sysexits EX_TEMPFAIL); `--conflict-exit-code` changes it. */
   WAIT_TIMEOUT: 75,
   /** `exec`: the lock was lost while the command ran; the command was stopped. */
   LOCK_LOST: 76,
@@ -64,12 +64,14 @@ export const CONNECTION_HELP = `Connection:
                            rediss:// for TLS. The password may be in the URL, or in $REDISCLI_AUTH or
                            $HOLDFAST_PASSWORD: it never has to be on the command line.
   --prefix <prefix>        the key prefix your application gives holdfast (default: holdfast:)
-  --connect-timeout <ms>   give up connecting after this long (default: 3000)
+  --connect-timeout <duration>
+                           give up connecting after this long (default: 3s)
   --json                   machine-readable output
   --verbose                stack traces on errors
-  -h, --help               this help`;
+  -h, --help               this help
+Durations take a unit: 500ms, 10s, 2m (a bare number is milliseconds).`;
 
-/** Parses `argv` strictly; unknown options and bad values become a {@link UsageError}. */
+/** Parses `argv` strictly; unknown options and bad values become a {@link UsageError} of one line. */
 export function parse<O extends NonNullable<ParseArgsConfig['options']>>(
   argv: string[],
   options: O,
@@ -79,19 +81,56 @@ export function parse<O extends NonNullable<ParseArgsConfig['options']>>(
     const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
     return { values, positionals };
   } catch (error) {
-    // node's messages are long and mention `parseArgs`; keep their first sentence
-    const message = error instanceof Error ? error.message.split('. ')[0]!.replace(/\.$/, '') : String(error);
-    throw new UsageError(message, command);
+    throw new UsageError(parseArgsMessage(error, argv), command);
   }
 }
 
-/** A whole number of ms from an option value, or `undefined` when absent. */
-export function msOption(value: string | undefined, name: string, command: string, min = 0): number | undefined {
+/**
+ * node's parseArgs messages run over several lines and name its own API; say the same in one line, in the
+ * command's words.
+ */
+function parseArgsMessage(error: unknown, argv: string[]): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: string }).code;
+  const option = /'(?:-\w, )?(-{1,2}[\w-]+)/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    if (message.includes('ambiguous')) {
+      const value = argv[argv.indexOf(option) + 1] ?? '';
+      return `${option} needs a value, got "${value}" (a value that starts with "-" goes as ${option}=${value})`;
+    }
+    if (message.includes('missing')) return `${option} needs a value`;
+  }
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) return `unknown option ${option}`;
+  return oneLine(message.split('. ')[0]!.replace(/\.$/, ''));
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration option: `500ms`, `10s`, `1.5s`, `2m`, `1h`; a bare number is milliseconds. Resolves whole
+ * milliseconds, or `undefined` when the option is absent.
+ */
+export function durationOption(value: string | undefined, name: string, command: string, min = 0): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number of milliseconds, got "${value}"`, command);
-  const ms = Number(value);
-  if (ms < min || ms > 2_147_483_647) throw new UsageError(`--${name} must be between ${min} and 2147483647 ms, got ${ms}`, command);
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  const ms = match ? Number(match[1]) * UNITS[match[2] ?? 'ms']! : NaN;
+  if (!Number.isInteger(ms)) {
+    throw new UsageError(`--${name} must be a duration such as 500ms, 10s or 2m (a bare number is milliseconds), got "${value}"`, command);
+  }
+  if (ms < min || ms > 2_147_483_647) throw new UsageError(`--${name} must be between ${min} ms and 2147483647 ms, got ${ms} ms`, command);
   return ms;
+}
+
+/** A whole-number option within `[min, max]`, or `undefined` when absent. */
+export function intOption(value: string | undefined, name: string, command: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got "${value}"`, command);
+  return Number(value);
+}
+
+/** Folds a message onto one line: every error the command prints is one line. */
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ').trim();
 }
 
 /** Writes one line to stdout. */
@@ -101,15 +140,35 @@ export function out(line = ''): void {
 
 /** Writes `holdfast: <message>` to stderr. */
 export function warn(message: string): void {
-  process.stderr.write(`holdfast: ${message}\n`);
+  process.stderr.write(`holdfast: ${oneLine(message)}\n`);
 }
 
-/** A plain text table: a header row, then rows; columns padded to their widest cell. */
+// East Asian wide and fullwidth characters (CJK, Hangul, fullwidth forms, most emoji) take two terminal columns.
+const WIDE: readonly (readonly [number, number])[] = [
+  [0x1100, 0x115f], [0x2e80, 0x303e], [0x3041, 0x33ff], [0x3400, 0x4dbf], [0x4e00, 0x9fff], [0xa000, 0xa4cf],
+  [0xac00, 0xd7a3], [0xf900, 0xfaff], [0xfe30, 0xfe4f], [0xff00, 0xff60], [0xffe0, 0xffe6], [0x1f300, 0x1f64f],
+  [0x1f900, 0x1f9ff], [0x20000, 0x3fffd],
+];
+// Combining marks and zero-width characters take none.
+const ZERO: readonly (readonly [number, number])[] = [[0x0300, 0x036f], [0x200b, 0x200f], [0xfe00, 0xfe0f]];
+const within = (ranges: readonly (readonly [number, number])[], cp: number) => ranges.some(([a, b]) => cp >= a && cp <= b);
+
+/** The columns `text` takes in a terminal: wide characters count two, combining marks none. */
+export function displayWidth(text: string): number {
+  let width = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    width += within(ZERO, cp) ? 0 : within(WIDE, cp) ? 2 : 1;
+  }
+  return width;
+}
+
+/** A plain text table: a header row, then rows; columns padded to their widest cell, by terminal columns. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = header.map((h, i) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[i] ?? ''))));
   const line = (cells: readonly string[]) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - displayWidth(c)))))
       .join('  ')
       .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');

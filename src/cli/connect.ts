@@ -1,14 +1,19 @@
 /**
- * The CLI's Redis connection. The library never depends on a Redis client (C14): the command loads one at run
+ * The CLI's Redis connection. The library never depends on a Redis client: the command loads one at run
  * time, `ioredis` first, then `redis` (node-redis), then `@valkey/valkey-glide`, whichever is installed next to
  * holdfast, and says how to get one when none is.
  *
  * @module
  */
-import type { RedisTransport } from '../client.js';
-import { ioredisTransport, type IoredisLike } from '../adapters/ioredis.js';
-import { nodeRedisTransport, type NodeRedisLike } from '../adapters/node-redis.js';
-import { glideTransport, type GlideLike } from '../adapters/glide.js';
+import {
+  glideTransport,
+  ioredisTransport,
+  nodeRedisTransport,
+  type GlideLike,
+  type IoredisLike,
+  type NodeRedisLike,
+  type RedisTransport,
+} from '../index.js';
 import { CliError, EXIT, UsageError } from './common.js';
 
 /** An open connection: the transport holdfast runs over, and how to close it. */

@@ -7,10 +7,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
-import { AcquireTimeoutError, isHoldfastError, LockNotHeldError, RedisConnectionError } from '../errors.js';
-import { Holdfast } from '../holdfast.js';
-import type { HeldLock } from '../primitives/lock.js';
-import { CliError, CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, msOption, parse, UsageError, warn } from './common.js';
+import { AcquireTimeoutError, Holdfast, isHoldfastError, LockNotHeldError, RedisConnectionError, type HeldLock } from '../index.js';
+import { CliError, CONNECTION_HELP, CONNECTION_OPTIONS, durationOption, EXIT, intOption, parse, UsageError, warn } from './common.js';
 import { connect } from './connect.js';
 
 export const EXEC_HELP = `Usage: holdfast exec <lock> [options] -- <command> [args…]
@@ -25,10 +23,13 @@ The command gets in its environment:
                    lock. Send it with your writes so that a resource can refuse a stale holder.
 
 Options:
-  --wait <ms>      wait at most this long for the lock (default: wait as long as it takes; 0 = one attempt)
-  --lease <ms>     the lease the watchdog keeps, renewed every lease/3 (default: 30000, minimum 100). It bounds
-                   how long the lock outlives a crashed holdfast process.
-  --grace <ms>     when the lock is lost: time between SIGTERM and SIGKILL to the command (default: 5000)
+  -w, --wait <duration>    wait at most this long for the lock (default: as long as it takes; 0 = one attempt)
+  -n, --no-wait            one attempt: fail at once if the lock is held (the same as --wait 0)
+  -E, --conflict-exit-code <n>
+                           exit code when the lock could not be had in time (default: 75)
+  --lease <duration>       the lease the watchdog keeps, renewed every lease/3 (default: 30s, minimum 100ms). It
+                           bounds how long the lock outlives a crashed holdfast process.
+  --grace <duration>       when the lock is lost: time between SIGTERM and SIGKILL to the command (default: 5s)
 ${CONNECTION_HELP}
 
 Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command; holdfast waits for it, releases the lock and
@@ -38,20 +39,23 @@ Exit codes:
   <n>    the command's own exit code (128 + N if it was killed by signal N)
   64     bad command line
   69     Redis unreachable (or the connection failed while waiting for the lock)
-  75     --wait ran out before the lock was free
+  75     --wait ran out (or -n found the lock held); --conflict-exit-code sets another code
   76     the lock was lost while the command ran (its lease ran out or someone ran unlock --force): the command
          was stopped with SIGTERM (SIGKILL after --grace); also when the lock was found lost at release
   126    the command could not be executed; 127: command not found
 
 Examples:
   holdfast exec nightly-report -- ./make-report.sh --date today
-  holdfast exec --wait 0 deploy -- ./deploy.sh            # skip (exit 75) if a deploy is running
-  REDIS_URL=redis://redis.internal:6379 holdfast exec --lease 10000 migrate -- npm run migrate
+  holdfast exec -n deploy -- ./deploy.sh                  # skip (exit 75) if a deploy is running
+  holdfast exec -w 10s -E 0 cleanup -- ./cleanup.sh        # wait up to 10 s; if still held, exit 0
+  REDIS_URL=redis://redis.internal:6379 holdfast exec --lease 10s migrate -- npm run migrate
   holdfast exec orders -- sh -c 'echo "token $HOLDFAST_TOKEN"'`;
 
 const OPTIONS = {
   ...CONNECTION_OPTIONS,
-  wait: { type: 'string' },
+  wait: { type: 'string', short: 'w' },
+  'no-wait': { type: 'boolean', short: 'n' },
+  'conflict-exit-code': { type: 'string', short: 'E' },
   lease: { type: 'string' },
   grace: { type: 'string' },
 } as const;
@@ -76,10 +80,12 @@ export async function execCommand(argv: string[]): Promise<number> {
   if (name === undefined || name === '') throw new UsageError('exec needs a lock name', 'exec');
   if (extra.length > 0) throw new UsageError(`put the command after "--": holdfast exec ${name} -- ${extra.join(' ')}`, 'exec');
   if (command.length === 0 || command[0] === '') throw new UsageError('exec needs a command after "--"', 'exec');
-  const wait = msOption(values.wait, 'wait', 'exec');
-  const lease = msOption(values.lease, 'lease', 'exec', 100) ?? 30_000;
-  const grace = msOption(values.grace, 'grace', 'exec') ?? 5000;
-  const connectTimeout = msOption(values['connect-timeout'], 'connect-timeout', 'exec', 1) ?? 3000;
+  if (values['no-wait'] && values.wait !== undefined) throw new UsageError('give --wait or --no-wait, not both', 'exec');
+  const wait = values['no-wait'] ? 0 : durationOption(values.wait, 'wait', 'exec');
+  const lease = durationOption(values.lease, 'lease', 'exec', 100) ?? 30_000;
+  const grace = durationOption(values.grace, 'grace', 'exec') ?? 5000;
+  const connectTimeout = durationOption(values['connect-timeout'], 'connect-timeout', 'exec', 1) ?? 3000;
+  const conflictCode = intOption(values['conflict-exit-code'], 'conflict-exit-code', 'exec', 0, 255) ?? EXIT.WAIT_TIMEOUT;
 
   // One handler for the whole run, so that no signal ever meets node's default (death with the lock held):
   // before the command runs a signal aborts the wait; while it runs, it is passed on; a second one during the
@@ -126,7 +132,10 @@ export async function execCommand(argv: string[]): Promise<number> {
       await cleanup();
       // the last attempt of a wait gets what is left of it as its budget: a late reply then is a timeout too
       const ranOut = wait !== undefined && performance.now() - waitStarted >= wait;
-      if (error instanceof AcquireTimeoutError || (ranOut && error instanceof RedisConnectionError)) throw new CliError(`timed out after ${wait ?? 0} ms waiting for lock "${name}"`, EXIT.WAIT_TIMEOUT, { cause: error });
+      if (error instanceof AcquireTimeoutError || (ranOut && error instanceof RedisConnectionError)) {
+        const message = wait === 0 ? `lock "${name}" is held (one attempt, no wait)` : `timed out after ${wait ?? 0} ms waiting for lock "${name}"`;
+        throw new CliError(message, conflictCode, { cause: error });
+      }
       if (error instanceof RedisConnectionError) throw new CliError(`Redis failed while waiting for "${name}": ${error.message}`, EXIT.REDIS_UNAVAILABLE, { cause: error });
       throw error;
     }

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { Holdfast } from '../holdfast.js';
-import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, formatMs, msOption, out, parse, table, UsageError } from './common.js';
+import { Holdfast } from '../index.js';
+import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, formatMs, durationOption, out, parse, table, UsageError } from './common.js';
 import { connect } from './connect.js';
 
 /** One lock as the CLI shows it (the `--json` shape of `inspect` and `list`). */
@@ -118,7 +118,7 @@ Examples:
   holdfast unlock --force --json nightly-report`;
 
 async function open(values: { url?: string | undefined; prefix?: string | undefined; 'connect-timeout'?: string | undefined }, command: string) {
-  const connection = await connect({ url: values.url, connectTimeout: msOption(values['connect-timeout'], 'connect-timeout', command, 1) ?? 3000 });
+  const connection = await connect({ url: values.url, connectTimeout: durationOption(values['connect-timeout'], 'connect-timeout', command, 1) ?? 3000 });
   const holdfast = new Holdfast({ redis: connection.client, ...(values.prefix === undefined ? {} : { prefix: values.prefix }) });
   return {
     holdfast,

@@ -1,11 +1,11 @@
 /**
  * The `holdfast` command: run a command under a lock (`exec`), see and clear locks (`inspect`, `list`,
- * `unlock --force`), and run the seeds (`demo`).
+ * `unlock --force`), and show five common Redis lock schemes break under faults (`demo`).
  *
  * @module
  */
 import { createRequire } from 'node:module';
-import { isHoldfastError } from '../errors.js';
+import { isHoldfastError } from '../index.js';
 import { CliError, EXIT, out, UsageError, warn } from './common.js';
 import { demoCommand } from './demo/run.js';
 import { demoWorker } from './demo/worker.js';
@@ -24,7 +24,7 @@ Commands:
   list                     every lock held now
   unlock --force <lock>    delete a lock whoever holds it
   jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
-  demo                     the five Redis lock schemes of the seeds and holdfast, side by side under faults
+  demo                     five common Redis lock schemes and holdfast, side by side under faults
 
 Run \`holdfast <command> --help\` for a command's options and examples.
 Redis: --url, else $REDIS_URL, else redis://127.0.0.1:6379 (password in the URL, $REDISCLI_AUTH or

@@ -1,5 +1,5 @@
 /**
- * The resource side of fencing (C11), for a value kept in Redis: a write carries the writer's fencing token and is
+ * The resource side of fencing, for a value kept in Redis: a write carries the writer's fencing token and is
  * applied atomically only if no newer token was accepted before. A holder that paused past its lease, and whose
  * lock has since gone to another holder with a newer token, is turned away with a {@link StaleTokenError}.
  *
@@ -46,6 +46,7 @@ function checkToken(value: unknown): number {
 export class FencedKey {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The resource's name. */
     readonly name: string,

@@ -1,5 +1,5 @@
 /**
- * The resource side of fencing (C11) for a SQL row: the row keeps the newest fencing token it accepted in a
+ * The resource side of fencing for a SQL row: the row keeps the newest fencing token it accepted in a
  * `fence` column, and an update applies only if its token is not older:
  *
  * ```sql
@@ -20,7 +20,15 @@ import { StaleTokenError } from '../errors.js';
 import { checkInt, checkKnownKeys, checkOptions } from '../internal/validate.js';
 
 /** Runs one parameterised statement: node-postgres' `(text, values) => pool.query(text, values)` fits as is. */
-export type SqlQuery = (text: string, values: unknown[]) => Promise<{ rowCount: number | null; rows: unknown[] }>;
+export type SqlQuery = (
+  text: string,
+  values: unknown[],
+) => Promise<{
+  /** Rows the statement changed (`null` when the driver does not say). */
+  rowCount: number | null;
+  /** Rows it returned. */
+  rows: unknown[];
+}>;
 
 /** Options of {@link fencedUpdate} and {@link fencedUpdateSql}. */
 export interface FencedUpdateOptions {
@@ -64,7 +72,12 @@ export function quoteIdent(name: string, what = 'identifier'): string {
  * Builds the fenced UPDATE statement and its values, for running it yourself (e.g. inside your own transaction).
  * The statement updates one row and returns its new fence (`RETURNING`), or no row when stale or absent.
  */
-export function fencedUpdateSql(options: FencedUpdateOptions): { text: string; values: unknown[] } {
+export function fencedUpdateSql(options: FencedUpdateOptions): {
+  /** The statement, with `$n` placeholders. */
+  text: string;
+  /** The values for them. */
+  values: unknown[];
+} {
   const opts = checkOptions<FencedUpdateOptions>(options);
   checkKnownKeys(opts, UPDATE_KEYS);
   const table = quoteIdent(opts.table as string, 'options.table');

@@ -53,6 +53,23 @@ export interface HoldHost {
   epoch?(): number | undefined;
 }
 
+/**
+ * `releaseRequest` and `releaseAll` for a primitive whose release script takes a request id and the two flags "every
+ * hold" and "retry": `release(owner, requestId, all, retry)` runs it once.
+ */
+export function releaseRequests(
+  core: { requestId(): string },
+  release: (owner: string, requestId: string, all: boolean, retry: boolean) => Promise<unknown>,
+): Pick<HoldOps, 'releaseRequest' | 'releaseAll'> {
+  return {
+    releaseRequest: (owner) => {
+      const requestId = core.requestId();
+      return async (retry) => Number(await release(owner, requestId, false, retry));
+    },
+    releaseAll: (owner) => release(owner, core.requestId(), true, false),
+  };
+}
+
 /** Tries a request gets before its release is given up to the background. */
 const RELEASE_TRIES = 3;
 /** Longest pause between two background tries of a release given up. */
@@ -115,7 +132,9 @@ export interface ReleaseRequest {
  * re-entries share them.
  */
 export class HoldTable {
-  readonly #holds = new Map<string, Hold>();
+  // Most handles ever see one owner: a field for it, a map only from the second on.
+  #one: Hold | undefined;
+  #many: Map<string, Hold> | undefined;
 
   constructor(
     readonly ops: HoldOps,
@@ -128,7 +147,7 @@ export class HoldTable {
    * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
    */
   held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
-    let hold = this.#holds.get(owner);
+    let hold = this.get(owner);
     if (!hold || hold.lease.done) {
       const created = new Hold(this, owner, token);
       const host = this.host;
@@ -144,7 +163,7 @@ export class HoldTable {
           host.emitLost(error);
         },
       });
-      this.#holds.set(owner, created);
+      this.#set(created);
       host.holds.add(created);
       hold = created;
     } else {
@@ -156,12 +175,21 @@ export class HoldTable {
 
   /** The live hold of `owner` here, if any. */
   get(owner: string): Hold | undefined {
-    return this.#holds.get(owner);
+    return this.#one?.owner === owner ? this.#one : this.#many?.get(owner);
+  }
+
+  #set(hold: Hold): void {
+    if (this.#one === undefined || this.#one.owner === hold.owner) {
+      this.#one = hold;
+      return;
+    }
+    (this.#many ??= new Map()).set(hold.owner, hold);
   }
 
   /** Drops a hold that was released or lost. */
   forget(hold: Hold): void {
-    if (this.#holds.get(hold.owner) === hold) this.#holds.delete(hold.owner);
+    if (this.#one === hold) this.#one = undefined;
+    else if (this.#many?.get(hold.owner) === hold) this.#many.delete(hold.owner);
     this.host.holds.delete(hold);
   }
 

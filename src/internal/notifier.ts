@@ -158,6 +158,12 @@ export class Notifier {
       return;
     }
     let count = message === 'a' ? Infinity : Math.max(1, Number.parseInt(message, 10) || 1);
+    // '<count>:<tag>': the release reserved the lock for that waiter; wake it first where it waits here
+    const colon = message.indexOf(':');
+    if (colon > 0) {
+      const tag = message.slice(colon + 1);
+      for (const listener of channel.listeners) if (listener.tag === tag && listener.wake()) count--;
+    }
     for (const listener of channel.listeners) {
       if (count <= 0) break;
       if (listener.wake()) count--;

@@ -1,5 +1,5 @@
 /**
- * Optional replica synchronisation after an acquisition (C13): `WAIT` (or `WAITAOF`) on the connection that wrote the
+ * Optional replica synchronisation after an acquisition: `WAIT` (or `WAITAOF`) on the connection that wrote the
  * lock, so a failover to a replica that has the write cannot hand the lock to a second owner. Replication stays
  * asynchronous: this narrows the window, it does not make Redis a consensus system (see docs/topologies.md).
  */

@@ -1,5 +1,5 @@
 /**
- * The count-down latch (C9): a count in Redis; `countDown()` decrements it, and at zero the latch opens (the key is
+ * The count-down latch: a count in Redis; `countDown()` decrements it, and at zero the latch opens (the key is
  * deleted) and every waiter, in every process, is woken over pub/sub. A latch that does not exist is open.
  *
  * @module
@@ -44,6 +44,7 @@ export interface LatchAwaitOptions {
 export class CountDownLatch {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The latch's name. */
     readonly name: string,

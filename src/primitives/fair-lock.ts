@@ -1,5 +1,5 @@
 /**
- * The fair lock (C6): a reentrant lock whose waiters queue in FIFO order across every process, and whose release
+ * The fair lock: a reentrant lock whose waiters queue in FIFO order across every process, and whose release
  * hands the lock straight to the head of the queue.
  *
  * How a hand-off works, and why it is O(1) however many wait:
@@ -26,12 +26,12 @@ import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
 import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validate.js';
-import { runHolding } from '../internal/scope.js';
+import { withHeld } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { acquireParams } from '../internal/acquire.js';
 import { HoldTable, type Hold } from '../internal/hold.js';
-import { HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
+import { HeldLock, lockScope, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -157,6 +157,7 @@ export class FairLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,
@@ -187,9 +188,12 @@ export class FairLock {
 
   /** @internal The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
   keys(): string[] {
+    if (this.#keyNames) return this.#keyNames;
     const k = this.core.keys;
-    return [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)];
+    return (this.#keyNames = [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)]);
   }
+  #keyNames: string[] | undefined;
+
 
   /**
    * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never
@@ -211,11 +215,8 @@ export class FairLock {
   }
 
   /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
-  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.core.keys.fairLock(this.name), held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
+  withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.core.keys.fairLock(this.name), fn, () => this.acquire(options), lockScope);
   }
 
   /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */

@@ -1,5 +1,5 @@
 /**
- * The reentrant lock (C1–C5, C11, C15): mutual exclusion on one Redis key with a lease, an owner token, a fencing
+ * The reentrant lock: mutual exclusion on one Redis key with a lease, an owner token, a fencing
  * token, a watchdog, a loss signal and waiting on pub/sub.
  *
  * @module
@@ -8,9 +8,9 @@ import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
-import { HoldTable, LeasedHeld } from '../internal/hold.js';
+import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
-import { runHolding } from '../internal/scope.js';
+import { withHeld } from '../internal/scope.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
@@ -44,6 +44,21 @@ export interface AcquireOptions {
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
 
+/**
+ * How long a release reserves the freed lock for the longest-waiting waiter of another client, in ms: the time it
+ * has to wake and ask. Past it (the waiter died, or is slow), any waiter may take the lock.
+ */
+const RESERVE_MS = 50;
+
+/** The key names of one lock. */
+interface LockNames {
+  key: string;
+  /** The acquire script's keys: lock, fencing counter, waiters. */
+  keys: readonly string[];
+  channel: string;
+  waiters: string;
+}
+
 /** A point-in-time view of a lock in Redis. */
 export interface LockInfo {
   /** The lock's name. */
@@ -56,7 +71,7 @@ export interface LockInfo {
   token: number;
   /** ms until the lease runs out, or `null` when free. */
   remainingTtl: number | null;
-  /** The last fencing token minted for this name (0 if none ever was). */
+  /** The last fencing token minted from this name's counter (shared with the other names of its Cluster slot): at least the token of every acquisition of this name so far. */
   lastToken: number;
 }
 
@@ -87,28 +102,18 @@ export class HeldLock extends LeasedHeld {
  * per acquisition (or per async call chain, see {@link Lock.withLock}), never per handle.
  */
 export class Lock {
+  readonly #ops: LockOps;
   readonly #table: HoldTable;
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,
   ) {
-    this.#table = new HoldTable(
-      {
-        name,
-        kind: 'lock',
-        renew: async (owner, leaseMs) => (await core.run(scripts['lock/renew'], [this.#names().key], [owner, leaseMs])) === 1,
-        releaseRequest: (owner) => {
-          const { key, channel } = this.#names();
-          const keys = [key, core.keys.releaseMarker(name, core.requestId())];
-          return async (retry) => (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0'])) as number;
-        },
-        releaseAll: (owner) => this.#releaseAll(owner),
-      },
-      core,
-    );
+    this.#ops = new LockOps(core, name);
+    this.#table = new HoldTable(this.#ops, core);
   }
 
   /**
@@ -134,11 +139,8 @@ export class Lock {
    * Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. Inside `fn` (its whole async
    * call chain) this lock is reentrant: nested `acquire()`/`withLock()` on the same name raise the hold count.
    */
-  async withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.#names().key, held, () => hold.active, () => fn({ signal: held.signal, token: held.token, lock: held }));
+  withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.#ops.names().key, fn, () => this.acquire(options), lockScope);
   }
 
   /** True when any owner holds the lock. */
@@ -183,7 +185,7 @@ export class Lock {
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
     const core = this.core;
-    const { key, keys, channel } = this.#names();
+    const { key, keys, channel } = this.#ops.names();
     const p = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, key);
     const sync = p.options.replicaSync === undefined ? core.settings.replicaSync : checkReplicaSync(p.options.replicaSync, 'options.replicaSync');
     const { owner, fresh, leaseMs, timeout, signal } = p;
@@ -193,9 +195,15 @@ export class Lock {
     const mayHold = fresh ? '0' : '1';
     const table = this.#table;
 
+    // '0' a single attempt; '1' a first attempt that will wait (it joins the waiters if the lock is taken); '2' a
+    // waiter's later attempt. The waiters let a release reserve the lock for the one that has waited longest.
+    let waitMode = timeout === 0 ? '0' : '1';
+    const waiterTtl = Math.max(10_000, 2 * leaseMs);
     const attempt = (budget: number): Promise<Attempt<HeldLock>> => {
       const sentAt = now();
-      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold], budget).then(
+      const mode = waitMode;
+      if (waitMode === '1') waitMode = '2';
+      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold, mode, waiterTtl], budget).then(
         (raw): Attempt<HeldLock> => {
           // the common reply, a first hold's bare token, without the decoding
           if (typeof raw === 'number') return { done: true, value: new HeldLock(table.held(owner, raw, sentAt, leaseMs, watchdog), 1) };
@@ -222,7 +230,20 @@ export class Lock {
       ? first.value
       : first && timeout === 0
         ? null
-        : await waitFor(core, { name: this.name, channel, politeFirst: fresh, timeout, signal, attempt, first });
+        : await waitFor(core, {
+            name: this.name,
+            channel,
+            tag: owner,
+            politeFirst: fresh,
+            timeout,
+            signal,
+            attempt,
+            first,
+            // a waiter that gives up leaves the waiters, so no release reserves the lock for it
+            onGiveUp: async () => {
+              await core.run(scripts['lock/withdraw'], [this.#ops.names().waiters], [owner]);
+            },
+          });
     if (held && sync) await this.#syncReplicas(held, sync);
     if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
     return held;
@@ -245,30 +266,61 @@ export class Lock {
     }
   }
 
-  /** Key names of this lock, built on first use. */
-  #keys: { key: string; keys: readonly string[]; channel: string } | undefined;
-
-  #names(): { key: string; keys: readonly string[]; channel: string } {
-    const k = this.core.keys;
-    return (this.#keys ??= { key: k.lock(this.name), keys: [k.lock(this.name), k.fence(this.name)], channel: k.channel(this.name) });
-  }
-
   #abandon(owner: string): void {
-    this.#releaseAll(owner).catch(() => {
+    this.#ops.releaseAll(owner).catch(() => {
       /* Redis is unreachable: the lease will expire */
     });
   }
+}
 
-  #releaseAll(owner: string): Promise<unknown> {
+/** The lock's scripts, as the hold engine calls them (one small object per handle, no closures). */
+class LockOps implements HoldOps {
+  readonly kind = 'lock';
+  #names: LockNames | undefined;
+
+  constructor(
+    readonly core: Core,
+    readonly name: string,
+  ) {}
+
+  /** Key names of this lock, built on first use. */
+  names(): LockNames {
+    if (this.#names) return this.#names;
+    const k = this.core.keys;
+    const key = k.lock(this.name);
+    const waiters = k.lockWaiters(this.name);
+    return (this.#names = { key, keys: [key, k.fence(this.name), waiters], channel: k.channel(this.name), waiters });
+  }
+
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['lock/renew'], [this.names().key], [owner, leaseMs])) === 1;
+  }
+
+  releaseRequest(owner: string): (retry: boolean) => Promise<number> {
     const core = this.core;
-    return core.run(scripts['lock/release'], [this.#names().key, core.keys.releaseMarker(this.name, core.requestId())], [
+    const { key, channel, waiters } = this.names();
+    const keys = [key, core.keys.releaseMarker(this.name, core.requestId()), waiters];
+    return async (retry) =>
+      (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
+  }
+
+  releaseAll(owner: string): Promise<unknown> {
+    const core = this.core;
+    const { key, channel, waiters } = this.names();
+    return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [
       owner,
-      this.#names().channel,
+      channel,
       core.settings.releaseMarkerTtl,
       '1',
       '0',
+      RESERVE_MS,
     ]);
   }
+}
+
+/** @internal The scope `withLock` hands its callback. */
+export function lockScope(held: HeldLock): LockScope {
+  return { signal: held.signal, token: held.token, lock: held };
 }
 
 /** @internal What the `lock/acquire` script answered. */

@@ -1,5 +1,5 @@
 /**
- * The multi-lock (C10): several reentrant locks taken all-or-nothing and released together.
+ * The multi-lock: several reentrant locks taken all-or-nothing and released together.
  *
  * Deadlock freedom: the locks are always taken in one global order (sorted by their Redis key), so two multi-locks
  * over overlapping sets can never each hold what the other waits for. One `timeout` covers the whole acquisition;

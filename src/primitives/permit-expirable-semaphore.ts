@@ -1,5 +1,5 @@
 /**
- * The permit-expirable semaphore (C8): each acquisition is a lease with a random id, kept in a zset by expiry
+ * The permit-expirable semaphore: each acquisition is a lease with a random id, kept in a zset by expiry
  * (Redis time). Every operation first reclaims expired leases, so the permits of a process that died come back
  * within their lease. A permit without an explicit lease is kept alive by the watchdog, like a lock; any process
  * that knows a permit's id may release or extend it.
@@ -93,6 +93,7 @@ export class PermitExpirableSemaphore {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,

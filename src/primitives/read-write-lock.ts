@@ -1,5 +1,5 @@
 /**
- * The read-write lock (C7): many readers or one writer.
+ * The read-write lock: many readers or one writer.
  *
  * - Reentrant both ways, per owner (an async call chain inside `withLock`, or an explicit `owner` id).
  * - Downgrade: the owner of the write lock may take the read lock, then release the write lock.
@@ -21,8 +21,8 @@ import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
-import { HoldTable, LeasedHeld, type Hold, type HoldOps } from '../internal/hold.js';
-import { runHolding } from '../internal/scope.js';
+import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { withHeld } from '../internal/scope.js';
 import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -61,7 +61,7 @@ export interface ReadWriteLockInfo {
   readers: number;
   /** How many writers are waiting (live intents). */
   waitingWriters: number;
-  /** The last fencing token minted for this name. */
+  /** The last fencing token minted from this name's counter (shared with the other names of its Cluster slot): at least the token of every acquisition of this name so far. */
   lastToken: number;
 }
 
@@ -165,11 +165,8 @@ abstract class Side<H extends LeasedHeld> {
    * call chain) the read and the write lock of this name are acquired under the same owner: re-entry raises the hold
    * count, a read inside a write is a downgrade, a write inside a read is refused with `UpgradeRefusedError`.
    */
-  async withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    const held = await this.acquire(options);
-    const hold = held.hold;
-    return runHolding(this.core, this.rw.contextKey, held, () => hold.active, () => fn({ signal: held.signal, lock: held }));
+  withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return withHeld(this.core, this.rw.contextKey, fn, () => this.acquire(options), (held) => ({ signal: held.signal, lock: held }));
   }
 
   async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<H | null> {
@@ -215,23 +212,13 @@ export class ReadLock extends Side<HeldReadLock> {
   protected ops(kind: string): HoldOps {
     const { core, name } = this.rw;
     const k = core.keys;
-    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
-      core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [
-        owner,
-        k.rwChannel(name),
-        core.settings.releaseMarkerTtl,
-        all ? '1' : '0',
-        retry ? '1' : '0',
-      ]);
     return {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
-      releaseRequest: (owner) => {
-        const requestId = core.requestId();
-        return async (retry) => (await release(owner, requestId, false, retry)) as number;
-      },
-      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+      ...releaseRequests(core, (owner, requestId, all, retry) =>
+        core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+      ),
     };
   }
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
@@ -250,7 +237,7 @@ export class ReadLock extends Side<HeldReadLock> {
     return new HeldReadLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the read lock; see `WriteLock.withLock`. */
+  /** Runs `fn` under the read lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(fn, options);
   }
@@ -258,6 +245,7 @@ export class ReadLock extends Side<HeldReadLock> {
 
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
 export class WriteLock extends Side<HeldWriteLock> {
+  #acquireKeys: string[] | undefined;
   /** @internal */
   constructor(rw: ReadWriteLock) {
     super(rw, 'write lock');
@@ -266,23 +254,13 @@ export class WriteLock extends Side<HeldWriteLock> {
   protected ops(kind: string): HoldOps {
     const { core, name } = this.rw;
     const k = core.keys;
-    const release = (owner: string, requestId: string, all: boolean, retry: boolean): Promise<unknown> =>
-      core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [
-        owner,
-        k.rwChannel(name),
-        core.settings.releaseMarkerTtl,
-        all ? '1' : '0',
-        retry ? '1' : '0',
-      ]);
     return {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
-      releaseRequest: (owner) => {
-        const requestId = core.requestId();
-        return async (retry) => (await release(owner, requestId, false, retry)) as number;
-      },
-      releaseAll: (owner) => release(owner, core.requestId(), true, false),
+      ...releaseRequests(core, (owner, requestId, all, retry) =>
+        core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+      ),
     };
   }
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
@@ -290,7 +268,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     const intent = this.rw.writerIntent;
     const reply = (await this.core.run(
       scripts['rw/write-acquire'],
-      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
+      (this.#acquireKeys ??= [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)]),
       [owner, leaseMs, waiting ? intent : 0],
       budgetMs,
     )) as number[];
@@ -309,7 +287,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     return new HeldWriteLock(hold, holdCount);
   }
 
-  /** Runs `fn` under the write lock; see `ReadLock.withLock`. */
+  /** Runs `fn` under the write lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
   override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
     return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
   }
@@ -335,6 +313,7 @@ export class ReadWriteLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The lock's name. */
     readonly name: string,

@@ -1,5 +1,5 @@
 /**
- * Redlock (C12): one lock over N independent Redis masters, held while a majority of them hold it.
+ * Redlock: one lock over N independent Redis masters, held while a majority of them hold it.
  *
  * Each node runs the same scripts as the single-Redis {@link Lock} (`lock/acquire`, `lock/renew`, `lock/release`), so
  * the keys are the same and a node can be inspected with the usual tools. On top:
@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
-import type { Closable } from '../core.js';
+import { closeHolds, type Closable } from '../core.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
@@ -206,9 +206,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const holds = [...this.holds];
-    this.holds.clear();
-    await Promise.allSettled(holds.map((h) => h.closeHold()));
+    await closeHolds(this.holds);
   }
 
   /** `await using redlock = new Redlock(...)` closes it at the end of the scope. */
@@ -255,6 +253,7 @@ export class RedlockLock {
 
   /** @internal */
   constructor(
+    /** The Redlock client this lock belongs to. */
     readonly redlock: Redlock,
     /** The lock's name. */
     readonly name: string,
@@ -370,10 +369,11 @@ export class RedlockLock {
     const nodeTimeout = redlock.settings.nodeTimeout;
     const owner = redlock.newOwner();
     const lockKeys = [keys.lock(this.name), keys.fence(this.name)];
+    const acquireKeys = [...lockKeys, keys.lockWaiters(this.name)];
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
     const replies: Settled<unknown>[] = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/acquire'], lockKeys, [owner, leaseMs, '0'], nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0', '0', 10_000], nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
@@ -454,8 +454,8 @@ export class RedlockLock {
         runScript(
           node,
           scripts['lock/release'],
-          [keys.lock(this.name), keys.releaseMarker(this.name, requestId)],
-          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0'],
+          [keys.lock(this.name), keys.releaseMarker(this.name, requestId), keys.lockWaiters(this.name)],
+          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0', 50],
           settings.nodeTimeout,
         ),
       ),

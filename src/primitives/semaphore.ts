@@ -1,5 +1,5 @@
 /**
- * The counting semaphore (C8): a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
+ * The counting semaphore: a number of permits in Redis; `acquire(n)` takes n when n are free, `release(n)`
  * gives n back and wakes waiters over pub/sub.
  *
  * Permits have no owner and no lease (as in Redisson): any caller may release, and permits taken by a process
@@ -43,6 +43,7 @@ export class SemaphorePermits extends Held implements Closable {
 
   /** @internal */
   constructor(
+    /** The semaphore these permits came from. */
     readonly semaphore: Semaphore,
     /** How many permits this holds. */
     readonly permits: number,
@@ -95,6 +96,7 @@ export function checkPermitDelta(value: unknown, what = 'permits'): number {
 export class Semaphore {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: Core,
     /** The semaphore's name. */
     readonly name: string,

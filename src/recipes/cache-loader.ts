@@ -1,5 +1,5 @@
 /**
- * The cache-stampede guard (C17): `getOrLoad(key, loader)`. On a miss one caller across every instance runs the
+ * The cache-stampede guard: `getOrLoad(key, loader)`. On a miss one caller across every instance runs the
  * loader; the others wait for its result (woken by pub/sub) and read it from Redis instead of hitting the database.
  *
  * In Redis: the value (`:cv`), a load lock with a watchdog lease (`:cl`), and the last failed load (`:ce`), which only

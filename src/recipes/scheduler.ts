@@ -144,9 +144,27 @@ export type RunOutcome =
 /** Events of a {@link Scheduler}. */
 export interface SchedulerEvents {
   /** A run finished without throwing. */
-  run: [info: { name: string; tick: Date; durationMs: number }];
+  run: [
+    info: {
+      /** The job's name. */
+      name: string;
+      /** The tick that ran (its scheduled instant). */
+      tick: Date;
+      /** How long the run took, ms. */
+      durationMs: number;
+    },
+  ];
   /** This instance did not run a tick: another instance claimed it, or an earlier run still holds the job. */
-  skip: [info: { name: string; tick: Date; reason: SkipReason }];
+  skip: [
+    info: {
+      /** The job's name. */
+      name: string;
+      /** The tick that was skipped. */
+      tick: Date;
+      /** Why this instance did not run it. */
+      reason: SkipReason;
+    },
+  ];
   /** A run threw, or Redis failed while claiming or finishing a tick. The schedule goes on. */
   jobError: [error: unknown, info: JobRunInfo];
 }
@@ -530,6 +548,7 @@ export class ScheduledJob {
 
   /** @internal */
   constructor(
+    /** The scheduler that runs this job. */
     readonly scheduler: Scheduler,
     /** The job's name. */
     readonly name: string,
@@ -679,4 +698,69 @@ function errorMessage(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   const line = text.length === 0 ? 'error' : text;
   return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS - 1)}…` : line;
+}
+
+/** A scheduled job's record in Redis, as `holdfast jobs` shows it (see {@link Holdfast.inspectJob}). */
+export interface JobInfo {
+  /** The job's name. */
+  name: string;
+  /** Its schedule as last claimed: a cron expression, or the adapter (`node-cron`, `nestjs`) when unknown. */
+  schedule: string | null;
+  /** The latest tick claimed (ISO time), run or running. */
+  lastClaimedTick: string | null;
+  /** The tick of the last finished run (ISO time). */
+  lastRunTick: string | null;
+  /** The fingerprint of the instance that made the last finished run. */
+  lastRunBy: string | null;
+  /** How long the last finished run took, in ms. */
+  lastRunMs: number | null;
+  /** When the last run finished (ISO time, Redis' clock). */
+  lastRunFinishedAt: string | null;
+  /** The last run's error message, `null` when it succeeded. */
+  lastError: string | null;
+  /** Failed runs in a row (0 after a success). */
+  failuresInARow: number;
+  /** Runs finished while the record was kept. */
+  runs: number;
+  /** Whether a claim holds the job now: a run is in progress (or its instance died within `lockAtMostFor`). */
+  running: boolean;
+  /** The fingerprint of the instance running it now. */
+  runningOn: string | null;
+  /** How long the run in progress has been going, in ms. */
+  runningForMs: number | null;
+  /** ms until the job can be claimed again (`lockAtMostFor` of a run in progress, or `lockAtLeastFor` after one), 0 when free. */
+  lockedForMs: number;
+}
+
+/** @internal Reads one job's record; `undefined` when there is none. */
+export async function inspectJob(core: Core, name: string): Promise<JobInfo | undefined> {
+  const key = core.keys.job(name);
+  const [now, ...flat] = (await core.run(scripts['scheduler/inspect'], [key], [])) as [number, ...string[]];
+  if (flat.length === 0) return undefined;
+  const f = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) f.set(String(flat[i]), String(flat[i + 1]));
+  const num = (k: string): number | null => (f.get(k) === undefined || f.get(k) === '' ? null : Number(f.get(k)));
+  const iso = (k: string): string | null => {
+    const ms = num(k);
+    return ms === null ? null : new Date(ms).toISOString();
+  };
+  const lockedUntil = num('u') ?? 0;
+  const running = f.has('o') && lockedUntil > Number(now);
+  const started = num('s');
+  return {
+    name,
+    schedule: f.get('c') ?? null,
+    lastClaimedTick: iso('t'),
+    lastRunTick: iso('rt'),
+    lastRunBy: f.get('rf') || null,
+    lastRunMs: num('rd'),
+    lastRunFinishedAt: iso('rx'),
+    lastError: f.get('re') || null,
+    failuresInARow: num('ec') ?? 0,
+    runs: num('rn') ?? 0,
+    running,
+    runningOn: running ? f.get('f') || null : null,
+    runningForMs: running && started !== null ? Math.max(0, Number(now) - started) : null,
+    lockedForMs: Math.max(0, lockedUntil - Number(now)),
+  };
 }

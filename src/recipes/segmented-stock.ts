@@ -1,5 +1,5 @@
 /**
- * A segmented stock (C18), after the seeds' lock segmentation for stock deduction under heavy load (like Java's
+ * A segmented stock, after the classic lock segmentation for stock deduction under heavy load (like Java's
  * LongAdder): the stock is split into N segment counters. `take(n)` takes from one segment picked at random in one
  * small atomic script; only when that segment is short does it fall back to one script that sees every segment,
  * moves on to a segment that has n, or combines several. The segments share the stock's `{name}` hash tag (one
@@ -98,7 +98,12 @@ export class SegmentedStock {
   }
 
   /** The units left in total and in each segment (read in one step). */
-  async availableBySegment(): Promise<{ total: number; segments: number[] }> {
+  async availableBySegment(): Promise<{
+    /** Units left in all segments. */
+    total: number;
+    /** Units left in each segment, by index. */
+    segments: number[];
+  }> {
     this.#core.assertOpen();
     const reply = (await this.#core.run(scripts['stock/available'], this.#keys, [])) as number[];
     return { total: Number(reply[0] ?? 0), segments: reply.slice(1).map(Number) };

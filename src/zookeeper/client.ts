@@ -152,7 +152,12 @@ export class ZooKeeperHoldfast extends EventEmitter<ZooKeeperHoldfastEvents> {
   }
 
   /** The value and token last accepted by {@link ZooKeeperHoldfast.fencedWrite}, or `null`. */
-  async fencedRead(resource: string): Promise<{ token: number; value: string } | null> {
+  async fencedRead(resource: string): Promise<{
+    /** The newest token accepted. */
+    token: number;
+    /** The value written with it. */
+    value: string;
+  } | null> {
     checkName(resource, 'resource');
     const path = `${this.core.settings.root}/fenced/${encodeName(resource)}`;
     try {

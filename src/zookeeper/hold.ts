@@ -23,6 +23,7 @@ export class ZkHold implements Closable {
   readonly #detach: () => void;
 
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The primitive's name, for errors. */
     readonly name: string,
@@ -150,7 +151,10 @@ export class ZkHold implements Closable {
  */
 export class ZkHeldLock extends Held {
   /** @internal */
-  constructor(readonly hold: ZkHold) {
+  constructor(
+    /** @internal */
+    readonly hold: ZkHold,
+  ) {
     super();
   }
 

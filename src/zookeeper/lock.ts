@@ -1,5 +1,5 @@
 /**
- * The reentrant lock over ZooKeeper (C19): the recipe of ZooKeeper's docs and Curator's `InterProcessMutex`.
+ * The reentrant lock over ZooKeeper: the recipe of ZooKeeper's docs and Curator's `InterProcessMutex`.
  * Each acquirer creates `_c_<guid>-lock-<seq>` (ephemeral, sequential); the lowest sequence holds; every other
  * waiter watches only the node just before its own (no herd), and re-reads the queue when that node goes.
  *
@@ -132,6 +132,7 @@ export class ZkLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The lock's name. */
     readonly name: string,

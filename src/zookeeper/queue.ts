@@ -13,7 +13,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import zookeeper, { type Event, type Stat } from 'node-zookeeper-client';
-import type { Closable, HoldContext } from '../core.js';
+import { closeHolds, type Closable, type HoldContext } from '../core.js';
 import { type LockLostError, ZooKeeperConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Session, ZK, czxidOf, waitEvent, zkCode, type SessionLossReason } from './session.js';
@@ -77,9 +77,7 @@ export class ZkCore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const holds = [...this.holds];
-    this.holds.clear();
-    await Promise.allSettled(holds.map((h) => h.closeHold()));
+    await closeHolds(this.holds);
     this.session.close();
   }
 }

@@ -15,9 +15,13 @@ import { acquireHold, liveHold, parseAcquire, runWith, type ParsedAcquire, type 
 export class ZkRwSide {
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: ZkCore,
+    /** @internal */
     readonly spec: QueueSpec,
+    /** @internal */
     readonly other: QueueSpec,
+    /** Which side of the read-write lock this is. */
     readonly mode: 'read' | 'write',
   ) {}
 
@@ -76,6 +80,7 @@ export class ZkReadWriteLock {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The lock's name. */
     readonly name: string,
@@ -112,7 +117,14 @@ export class ZkReadWriteLock {
   }
 
   /** The queue of read and write nodes in order (holders first); `kind` is `read` or `write`. */
-  async queue(): Promise<{ node: string; kind: string }[]> {
+  async queue(): Promise<
+    {
+      /** The znode's name. */
+      node: string;
+      /** `read` or `write`. */
+      kind: string;
+    }[]
+  > {
     return (await readQueue(this.core, this.#read.spec.dir)).map((node) => ({ node, kind: kindOf(node) }));
   }
 }

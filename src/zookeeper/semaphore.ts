@@ -33,6 +33,7 @@ export class ZkSemaphore {
 
   /** @internal */
   constructor(
+    /** @internal */
     readonly core: ZkCore,
     /** The semaphore's name. */
     readonly name: string,

@@ -13,7 +13,7 @@ import { rawCommand, RedisServer } from '../support/redis-server.js';
 import { startThrowaway } from '../../src/cli/demo/redis.js';
 
 describe('demo analysis (pure)', () => {
-  const facts = { scheme: 'gold', fault: 'pause', workers: 2, startAt: 0, endAt: 1000, counter: 1, lockPttl: -2 } as const;
+  const facts = { scheme: 'same-value', fault: 'pause', workers: 2, startAt: 0, endAt: 1000, counter: 1, lockPttl: -2 } as const;
 
   it('finds overlapping critical sections and lost updates', () => {
     const events: DemoEvent[] = [
@@ -44,13 +44,13 @@ describe('demo analysis (pure)', () => {
       { t: 101, w: 'w0', type: 'crashed' },
       { t: 1000, w: 'w1', type: 'gave-up' },
     ];
-    const stuck = analyze(events, { ...facts, scheme: 'bronze', fault: 'crash', counter: 0, lockPttl: -1 });
+    const stuck = analyze(events, { ...facts, scheme: 'no-ttl', fault: 'crash', counter: 0, lockPttl: -1 });
     assert.equal(stuck.stuck, true);
     assert.equal(stuck.recoveredAfterMs, null);
     assert.equal(verdict(stuck), 'DEADLOCK');
     const recovered = analyze([...events.slice(0, 2), { t: 401, w: 'w1', type: 'acquired' }, { t: 405, w: 'w1', type: 'written', ok: true }], {
       ...facts,
-      scheme: 'gold',
+      scheme: 'same-value',
       fault: 'crash',
       counter: 1,
       lockPttl: -2,
@@ -117,14 +117,14 @@ describe('demo schemes against a real Redis', () => {
     return { outcome, lockLeft: await redis.exists(keys.lock) };
   }
 
-  it("gold and platinum delete the next holder's lock on a slow release; diamond does not", async () => {
-    assert.deepEqual(await slowRelease('gold'), { outcome: 'deleted-other', lockLeft: 0 });
-    assert.deepEqual(await slowRelease('platinum'), { outcome: 'deleted-other', lockLeft: 0 });
-    assert.deepEqual(await slowRelease('diamond'), { outcome: 'expired', lockLeft: 1 });
+  it("same-value and get-then-del delete the next holder's lock on a slow release; lua-delete does not", async () => {
+    assert.deepEqual(await slowRelease('same-value'), { outcome: 'deleted-other', lockLeft: 0 });
+    assert.deepEqual(await slowRelease('get-then-del'), { outcome: 'deleted-other', lockLeft: 0 });
+    assert.deepEqual(await slowRelease('lua-delete'), { outcome: 'expired', lockLeft: 1 });
   });
 
-  it('silver: a crash between SETNX and EXPIRE leaves a lock that never expires; bronze never expires at all', async () => {
-    for (const scheme of ['silver', 'bronze'] as const) {
+  it('setnx-expire: a crash between SETNX and EXPIRE leaves a lock that never expires; no-ttl never expires at all', async () => {
+    for (const scheme of ['setnx-expire', 'no-ttl'] as const) {
       const keys = keysOf();
       await assert.rejects(
         acquire(scheme, context('a', keys, {
@@ -192,20 +192,24 @@ describe('holdfast demo (built CLI)', () => {
     rmSync(out, { recursive: true, force: true });
   });
 
-  it('runs gold and holdfast under a pause: gold overlaps, holdfast loses no update; writes the table and the SVG', async () => {
-    const r = await run(['demo', '--only', 'gold,holdfast', '--only', 'pause', '--workers', '3', '--duration', '1500', '--json', '--out', out], {
+  it('runs same-value and holdfast under a pause: same-value overlaps, holdfast loses no update; writes the table and the SVG', async () => {
+    const r = await run(['demo', '--only', 'same-value,holdfast', '--only', 'pause', '--workers', '3', '--duration', '1500', '--json', '--out', out], {
       REDIS_URL: server.url,
     });
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout) as { results: { scheme: string; fault: string; lostUpdates: number; deletedOthers: number; overlapMs: number; writes: number }[] };
-    assert.deepEqual(report.results.map((x) => `${x.scheme}/${x.fault}`), ['gold/pause', 'holdfast/pause']);
-    const [gold, hf] = report.results as [(typeof report.results)[0], (typeof report.results)[0]];
-    assert.ok(gold.overlapMs > 0, 'gold: a paused holder and the next one overlap');
+    assert.deepEqual(report.results.map((x) => `${x.scheme}/${x.fault}`), ['same-value/pause', 'holdfast/pause']);
+    const [sameValue, hf] = report.results as [(typeof report.results)[0], (typeof report.results)[0]];
+    assert.ok(sameValue.overlapMs > 0, 'same-value: a paused holder and the next one overlap');
     assert.ok(hf.writes > 0);
     assert.equal(hf.lostUpdates, 0);
     assert.equal(hf.deletedOthers, 0);
     for (const f of ['demo-timeline.svg', 'demo-results.json', 'demo-table.md']) assert.ok(existsSync(join(out, f)), f);
-    assert.match(readFileSync(join(out, 'demo-timeline.svg'), 'utf8'), /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    const svg = readFileSync(join(out, 'demo-timeline.svg'), 'utf8');
+    assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    assert.match(svg, /runs of 1\.5 s\)/, 'the title gives the runs\' length, not the axis\'');
+    // no character that needs a font beyond the basics (CJK labels rendered as boxes without one)
+    assert.deepEqual([...svg].filter((c) => c.codePointAt(0)! > 0x7f && !'·→—–'.includes(c)), []);
     // the demo deletes its keys
     const { Redis: R } = await import('ioredis');
     const c = new R(server.url);

@@ -70,11 +70,42 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
     const missing = await run(['exec', 'x', '--', 'no-such-command-holdfast'], env);
     assert.equal(missing.code, 127);
     assert.match(missing.stderr, /command not found/);
-    for (const args of [['exec', 'x'], ['exec', '--', 'true'], ['exec', 'x', 'true'], ['exec', '--lease', '5', 'x', '--', 'true'], ['exec', '--nope', 'x', '--', 'true']]) {
+    for (const args of [
+      ['exec', 'x'],
+      ['exec', '--', 'true'],
+      ['exec', 'x', 'true'],
+      ['exec', '--lease', '5', 'x', '--', 'true'],
+      ['exec', '--nope', 'x', '--', 'true'],
+      ['exec', '--wait', '-1', 'x', '--', 'true'],
+      ['exec', '--wait'],
+      ['exec', '-w', '3 weeks', 'x', '--', 'true'],
+      ['exec', '-n', '-w', '1s', 'x', '--', 'true'],
+      ['exec', '-E', '256', 'x', '--', 'true'],
+    ]) {
       const bad = await run(args, env);
       assert.equal(bad.code, 64, `${args.join(' ')}: ${bad.stderr}`);
       assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
     }
+  });
+
+  it('takes durations with units, -n for one attempt and -E for the conflict exit code (the flock conventions)', async () => {
+    const held = await holdfast.lock('flock').acquire();
+    try {
+      const once = await run(['exec', '-n', 'flock', '--', 'true'], env);
+      assert.equal(once.code, 75);
+      assert.equal(once.stderr, 'holdfast: lock "flock" is held (one attempt, no wait)\n');
+      const started = performance.now();
+      const waited = await run(['exec', '-w', '0.3s', '-E', '3', 'flock', '--', 'true'], env);
+      assert.equal(waited.code, 3, waited.stderr);
+      assert.equal(waited.stderr, 'holdfast: timed out after 300 ms waiting for lock "flock"\n');
+      assert.ok(performance.now() - started >= 300);
+      const zero = await run(['exec', '--no-wait', '--conflict-exit-code', '0', 'flock', '--', 'true'], env);
+      assert.equal(zero.code, 0);
+    } finally {
+      await held.release();
+    }
+    const ran = await run(['exec', '-w', '2s', '--lease', '1m', '--grace', '500ms', 'flock', '--', 'sh', '-c', 'exit 5'], env);
+    assert.equal(ran.code, 5, ran.stderr);
   });
 
   it('fails fast with exit 69 and one line when Redis is unreachable', async () => {

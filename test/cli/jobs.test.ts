@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { Holdfast } from '../../src/index.js';
 import { ensureBuilt, run, sleep, until } from '../support/cli.js';
 import { RedisServer } from '../support/redis-server.js';
-import type { JobView } from '../../src/cli/jobs.js';
+import type { JobInfo } from '../../src/index.js';
 
 void describe('holdfast jobs (built CLI, real Redis)', { timeout: 60_000 }, () => {
   let server: RedisServer;
@@ -45,12 +45,12 @@ void describe('holdfast jobs (built CLI, real Redis)', { timeout: 60_000 }, () =
       const json = await run(['jobs', '--prefix', 'app:', '--json'], env);
       assert.equal(json.code, 0, json.stderr);
       assert.ok(!json.stdout.includes(holdfast.core.clientId), 'no owner id (nor the client id in it) is shown');
-      const views = JSON.parse(json.stdout) as JobView[];
+      const views = JSON.parse(json.stdout) as JobInfo[];
       assert.deepEqual(
         views.map((v) => v.name),
         ['flaky', 'reports:daily', 'sync'],
       );
-      const [flaky, daily, sync] = views as [JobView, JobView, JobView];
+      const [flaky, daily, sync] = views as [JobInfo, JobInfo, JobInfo];
       assert.equal(daily.schedule, '0 0 3 * * *', 'the schedule recorded by the first claim is kept');
       assert.equal(daily.lastRunTick, new Date(tick + 1000).toISOString());
       assert.equal(daily.lastRunBy, scheduler.fingerprint);
@@ -79,7 +79,7 @@ void describe('holdfast jobs (built CLI, real Redis)', { timeout: 60_000 }, () =
     }
     // finished: no longer running, and the record expires (a TTL on every key it wrote)
     await until(async () => {
-      const views = JSON.parse((await run(['jobs', '--prefix', 'app:', '--json', '--match', 'sync'], env)).stdout) as JobView[];
+      const views = JSON.parse((await run(['jobs', '--prefix', 'app:', '--json', '--match', 'sync'], env)).stdout) as JobInfo[];
       return views[0]?.running === false && views[0].runs === 1;
     });
     for (const name of ['flaky', 'reports:daily', 'sync']) {

@@ -89,6 +89,7 @@ describe('Lock names', () => {
         const slots = new Set(all.map(slotOf));
         assert.equal(slots.size, 1, `keys of ${JSON.stringify(name)} under prefix ${JSON.stringify(prefix)} span slots ${[...slots].join(', ')}`);
         for (const key of all) {
+          if (key.endsWith('}:fence')) continue; // the fencing counter is shared by the names of a slot, by design
           const wire = Buffer.from(key, 'utf8').toString('latin1'); // the key as Redis sees it: its UTF-8 bytes
           const before = owner.get(wire);
           assert.ok(before === undefined || before === name, `${JSON.stringify(name)} and ${JSON.stringify(before)} share the key ${JSON.stringify(key)}`);
@@ -96,6 +97,22 @@ describe('Lock names', () => {
         }
       }
       assert.ok(accepted > 1000, `enough names were accepted (${accepted})`);
+    }
+  });
+
+  test('fencing counters: one per slot, in the slot of every name that mints from it', () => {
+    for (const prefix of ['holdfast:', 'app{x}:', 'a{', '']) {
+      const keys = new Keys(prefix);
+      const counters = new Set<string>();
+      const next = rng(42);
+      for (let i = 0; i < 20_000; i++) {
+        const name = `order:${i}:${Math.floor(next() * 1e9)}`;
+        const fence = keys.fence(name);
+        assert.equal(slotOf(fence), slotOf(keys.lock(name)), `${name} under ${JSON.stringify(prefix)}`);
+        counters.add(fence);
+      }
+      assert.ok(counters.size <= 16384, `${counters.size} counters`);
+      if (prefix === 'app{x}:') assert.equal(counters.size, 1, 'a prefix with its own hash tag: one slot, one counter');
     }
   });
 

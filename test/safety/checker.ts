@@ -275,7 +275,7 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     }
   }
 
-  // A release refused as "not held" while nothing could have taken the lock is a bug (C15).
+  // A release refused as "not held" while nothing could have taken the lock is a bug.
   const grantById = new Map(grants.map((g) => [g.id, g]));
   for (const e of events) {
     if (e.type !== 'rel.fail' || e.code !== NOT_HELD) continue;

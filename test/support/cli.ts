@@ -1,6 +1,6 @@
 /**
  * Runs the BUILT holdfast command (`dist/cli/main.js`, from `npm run build`) as a child process. If the build is
- * missing, builds the CLI entry first (the same tsup settings as the package build).
+ * missing, runs the package's tsup build first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,20 +9,11 @@ import { join } from 'node:path';
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 
-/** Makes sure dist/cli/main.js exists. */
+/** Makes sure dist/cli/main.js and the library entry it imports (dist/index.js) exist: runs the package's tsup build. */
 export async function ensureBuilt(): Promise<void> {
-  if (existsSync(CLI)) return;
+  if (existsSync(CLI) && existsSync(join(ROOT, 'dist', 'index.js'))) return;
   const { build } = await import('tsup');
-  await build({
-    config: false,
-    entry: { 'cli/main': join(ROOT, 'src/cli/main.ts') },
-    format: ['esm'],
-    target: 'node20',
-    outDir: join(ROOT, 'dist'),
-    clean: false,
-    silent: true,
-    banner: { js: '#!/usr/bin/env node' },
-  });
+  await build({ silent: true });
 }
 
 export interface CliResult {

@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeFileSync, exi
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, it } from 'node:test';
 import { freePort } from './redis-server.js';
 
 const ZK_JAR = '/usr/share/java/zookeeper.jar';
@@ -16,6 +17,17 @@ const LOG_JAR = '/usr/share/java/slf4j-simple.jar';
 
 /** True when the Debian zookeeper package is installed. */
 export const zookeeperInstalled = existsSync(ZK_JAR);
+
+/**
+ * `describe` for a suite that needs ZooKeeper (and `reason`, when given, is why it must not run now). When it cannot
+ * run, one skipped test stands in for the suite: node's runner counts a skipped test in its `# skipped` summary, but
+ * not a skipped `describe`.
+ */
+export function zkDescribe(name: string, fn: () => void, reason: string | false = false): void {
+  const skip = reason || (!zookeeperInstalled && `zookeeper is not installed (${ZK_JAR}; apt-get install zookeeper)`);
+  if (skip) void it(name, { skip }, () => {});
+  else void describe(name, fn);
+}
 
 /** Sends a four-letter command (`srvr`, `ruok`, `mntr`) and returns the whole reply ('' if none). */
 export function fourLetter(port: number, command: string, timeoutMs = 1000): Promise<string> {

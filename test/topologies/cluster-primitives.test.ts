@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { slotOf } from '../../src/adapters/ioredis.js';
+import { slotOf } from '../../src/keys.js';
 import type { Holdfast } from '../../src/index.js';
 import { RedisCluster } from '../support/cluster.js';
 import { clusterClients, clusterHoldfasts } from '../support/cluster-clients.js';

@@ -3,9 +3,9 @@
  * holders, tokens keep growing in grant order, and the lock keeps being granted after the new election.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import type { ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
-import { ZkCluster, zookeeperInstalled } from '../support/zookeeper.js';
+import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, uniq } from './helpers.js';
 
 interface Grant {
@@ -15,7 +15,7 @@ interface Grant {
   to: number;
 }
 
-void describe('ZooKeeper ensemble', { skip: !zookeeperInstalled && 'zookeeper is not installed' }, () => {
+zkDescribe('ZooKeeper ensemble', () => {
   let zk: ZkCluster;
   const clients: ZooKeeperHoldfast[] = [];
 

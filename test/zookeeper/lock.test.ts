@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { ZkCluster, zookeeperInstalled } from '../support/zookeeper.js';
+import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, startWorker, uniq } from './helpers.js';
 
-void describe('ZooKeeper Lock', { skip: !zookeeperInstalled && 'zookeeper is not installed' }, () => {
+zkDescribe('ZooKeeper Lock', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;

@@ -1,11 +1,11 @@
 /** The read-write lock on the ZooKeeper backend, against a real ZooKeeper. */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { UpgradeRefusedError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
-import { ZkCluster, zookeeperInstalled } from '../support/zookeeper.js';
+import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, uniq } from './helpers.js';
 
-void describe('ZooKeeper ReadWriteLock', { skip: !zookeeperInstalled && 'zookeeper is not installed' }, () => {
+zkDescribe('ZooKeeper ReadWriteLock', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;

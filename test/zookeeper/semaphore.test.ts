@@ -1,11 +1,11 @@
 /** The counting semaphore on the ZooKeeper backend, against a real ZooKeeper. */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { AcquireTimeoutError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
-import { ZkCluster, zookeeperInstalled } from '../support/zookeeper.js';
+import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, startWorker, uniq } from './helpers.js';
 
-void describe('ZooKeeper Semaphore', { skip: !zookeeperInstalled && 'zookeeper is not installed' }, () => {
+zkDescribe('ZooKeeper Semaphore', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;

@@ -4,13 +4,13 @@
  * resumes, never re-acquires silently, and its fenced writes (czxid token) are rejected once the next holder wrote.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { LockLostError, StaleTokenError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { ZkCluster, zookeeperInstalled } from '../support/zookeeper.js';
+import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, startWorker, uniq } from './helpers.js';
 
-void describe('ZooKeeper sessions', { skip: !zookeeperInstalled && 'zookeeper is not installed' }, () => {
+zkDescribe('ZooKeeper sessions', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
 

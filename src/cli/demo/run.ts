@@ -1,5 +1,5 @@
 /**
- * `holdfast demo`: seed 003's five schemes (bronze → diamond) and holdfast, side by side, each run by several
+ * `holdfast demo`: five common Redis lock schemes and holdfast, side by side, each run by several
  * worker processes incrementing one shared counter in Redis, under the same three injected faults. Prints what
  * broke (a table), writes a timeline picture of who held the lock when.
  *
@@ -18,11 +18,14 @@ import { FAULT_IDS, FAULTS, SCHEME_IDS, SCHEMES, type FaultId, type SchemeId } f
 import { timelineSvg } from './svg.js';
 import type { RunOrder } from './worker.js';
 
-/** The demo's clock: a 400 ms lease stands for the seed's 10 s (and a 10 ms retry sleep for the seed's 100 ms). */
+/**
+ * The demo's clock, scaled down so a run takes seconds: a 400 ms lease stands for the usual 10 s, a 10 ms retry sleep
+ * for the usual 100 ms.
+ */
 export const TIMING = {
   /** The lock's lease (the expiring schemes' TTL; holdfast's watchdog lease, renewed every lease/3). */
   leaseMs: 400,
-  /** The seed schemes' sleep between attempts. */
+  /** The five schemes' sleep between attempts. */
   retryMs: 10,
   /** How long the pause fault stops the worker. */
   pauseMs: 1000,
@@ -38,13 +41,13 @@ export const TIMING = {
 
 export const DEMO_HELP = `Usage: holdfast demo [options]
 
-The seeds, runnable. Runs the five Redis locking schemes of seed 003 ("Redis分布式锁五种方案", bronze → diamond)
-and holdfast side by side: for each, ${'N'} worker processes add 1 to a shared counter in Redis under the lock, while
+Runs five common ways to build a lock on Redis, each fixing the previous one's best-known flaw, and holdfast,
+side by side: for each, ${'N'} worker processes add 1 to a shared counter in Redis under the lock, while
 one worker meets a fault. Then it shows what broke: deadlocks, lost updates, locks deleted from under another
 worker, and the stale writes holdfast's fencing token refused; and draws who held the lock when.
 
-The schemes (each sends exactly the seed's commands):
-${SCHEME_IDS.map((id) => `  ${id.padEnd(9)} ${SCHEMES[id].seed}  lock: ${SCHEMES[id].lock}; unlock: ${SCHEMES[id].unlock}`).join('\n')}
+The schemes (each sends exactly these commands):
+${SCHEME_IDS.map((id) => `  ${id.padEnd(13)} lock: ${SCHEMES[id].lock}; unlock: ${SCHEMES[id].unlock}`).join('\n')}
 
 The faults:
 ${FAULT_IDS.map((id) => `  ${id.padEnd(13)} ${FAULTS[id]}`).join('\n')}
@@ -55,9 +58,9 @@ The demo only touches keys under "holdfast-demo:<random>:" and deletes them afte
 Options:
   --url <url>          Redis URL (password: in the URL, $REDISCLI_AUTH or $HOLDFAST_PASSWORD)
   --workers <n>        worker processes per run (default: 4, 2–8)
-  --only <list>        comma-separated schemes and/or faults to run (e.g. gold,holdfast or pause)
+  --only <list>        comma-separated schemes and/or faults to run (e.g. same-value,holdfast or pause)
   --duration <ms>      how long each run lasts (default: ${TIMING.durationMs})
-  --out <dir>          where to write demo-timeline.svg, demo-results.json, demo-table.md (default: results)
+  --out <dir>          where to write demo-timeline.svg, demo-results.json, demo-table.md (default: demo-output)
   --json               print the results as JSON instead of the table
   --verbose            stack traces on errors
   -h, --help           this help
@@ -66,7 +69,7 @@ Takes about ${Math.round(((TIMING.durationMs + 250) * SCHEME_IDS.length * FAULT_
 
 Examples:
   npm run demo
-  holdfast demo --only gold,platinum,diamond,holdfast --only pause
+  holdfast demo --only get-then-del,lua-delete,holdfast --only pause
   REDIS_URL=redis://127.0.0.1:6380 holdfast demo --json > demo.json`;
 
 const OPTIONS = {
@@ -170,7 +173,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
   }
   const schemes = SCHEME_IDS.filter((s) => !only.some((o) => (SCHEME_IDS as readonly string[]).includes(o)) || only.includes(s));
   const faults = FAULT_IDS.filter((f) => !only.some((o) => (FAULT_IDS as readonly string[]).includes(o)) || only.includes(f));
-  const outDir = resolve(values.out ?? 'results');
+  const outDir = resolve(values.out ?? 'demo-output');
 
   const redis = await findRedis(values.url);
   try {
@@ -189,6 +192,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
       out('STUCK: the lock outlived its crashed holder for good (no TTL); LOST: counter writes Redis accepted that the');
       out("counter does not show; DELETED: releases that deleted a lock another worker held; TWO HOLDERS: time during");
       out('which two or more workers were in their critical section; STALE REFUSED: accesses holdfast\'s fenced counter refused (older token).');
+      out('Under a pause longer than the lease every lock has TWO HOLDERS for a while (a stopped process cannot renew): with');
+      out("holdfast that is \"ok\" because the paused holder's late write carried an old fencing token and was refused.");
       out(`timeline: ${svgPath}`);
     }
     return EXIT.OK;
@@ -211,7 +216,7 @@ export async function runAll(redis: DemoRedis, opts: RunAllOptions): Promise<Run
   const tag = `holdfast-demo:${randomBytes(4).toString('hex')}:`;
   const transport = redis.connection.transport;
   opts.log(
-    `holdfast demo: seed 003's five schemes and holdfast, ${opts.workers} worker processes each, on Redis at ${redact(redis.url)} (${redis.origin})`,
+    `holdfast demo: five common Redis lock schemes and holdfast, ${opts.workers} worker processes each, on Redis at ${redact(redis.url)} (${redis.origin})`,
   );
   opts.log(`lease ${TIMING.leaseMs} ms; faults: crash, pause ${TIMING.pauseMs} ms, slow release ${TIMING.slowMs} ms; ${opts.duration} ms per run`);
   const pool: WorkerProcess[] = [];
@@ -252,7 +257,7 @@ export async function runAll(redis: DemoRedis, opts: RunAllOptions): Promise<Run
         const result = analyze(events, { scheme, fault, workers: opts.workers, startAt, endAt, counter, lockPttl });
         results.push(result);
         for (const f of result.failures) warn(`${scheme}/${fault}: worker ${f}`);
-        opts.log(`  ${scheme.padEnd(9)} ${fault.padEnd(13)} ${verdict(result)}`);
+        opts.log(`  ${scheme.padEnd(13)} ${fault.padEnd(13)} ${verdict(result)}`);
         await deleteKeys(redis, prefix);
       }
     }
@@ -305,7 +310,7 @@ function stuckCell(r: RunResult): string {
 
 function cells(r: RunResult): string[] {
   return [
-    `${SCHEMES[r.scheme].title} ${SCHEMES[r.scheme].seed}`,
+    r.scheme,
     r.fault,
     stuckCell(r),
     String(r.lostUpdates),

@@ -1,39 +1,62 @@
 /**
- * The five locking schemes of seed 003 ("Redis分布式锁五种方案", bronze → diamond), and holdfast, as the demo's
- * workers run them. Each scheme sends exactly the seed's commands; the only addition is bookkeeping done in the
- * same atomic step (an `audit` key recording which worker acquired last), so the demo can tell when a release
- * deleted *another* worker's lock.
+ * Five common ways to build a lock on Redis, each fixing the previous one's best-known flaw, and holdfast, as the
+ * demo's workers run them. Each scheme sends exactly its textbook commands; the only addition is bookkeeping done
+ * in the same atomic step (an `audit` key recording which worker acquired last), so the demo can tell when a
+ * release deleted *another* worker's lock.
  *
- * The scripts here are the demo's own, inline like the seed's (they are not part of the library's script set).
+ * The scripts here are the demo's own, inline (they are not part of the library's script set).
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { RedisTransport } from '../../client.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../../errors.js';
-import type { Holdfast } from '../../holdfast.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, type Holdfast, type RedisTransport } from '../../index.js';
 
-/** The schemes, in the seed's order, then holdfast. */
-export const SCHEME_IDS = ['bronze', 'silver', 'gold', 'platinum', 'diamond', 'holdfast'] as const;
+/** The schemes, each fixing the previous one's best-known flaw, then holdfast. */
+export const SCHEME_IDS = ['no-ttl', 'setnx-expire', 'same-value', 'get-then-del', 'lua-delete', 'holdfast'] as const;
 export type SchemeId = (typeof SCHEME_IDS)[number];
 
 /** The faults every scheme meets. */
 export const FAULT_IDS = ['crash', 'pause', 'slow-release'] as const;
 export type FaultId = (typeof FAULT_IDS)[number];
 
-/** What each scheme is, in a line. */
-export const SCHEMES: Record<SchemeId, { title: string; seed: string; lock: string; unlock: string }> = {
-  bronze: { title: 'bronze', seed: '青铜', lock: 'SET k 123 NX', unlock: 'DEL k' },
-  silver: { title: 'silver', seed: '白银', lock: 'SETNX k 123, then EXPIRE k', unlock: 'DEL k' },
-  gold: { title: 'gold', seed: '黄金', lock: 'SET k 123 NX PX lease', unlock: 'DEL k' },
-  platinum: { title: 'platinum', seed: '铂金', lock: 'SET k uuid NX PX lease', unlock: 'GET k; if ours: DEL k' },
-  diamond: { title: 'diamond', seed: '钻石', lock: 'SET k uuid NX PX lease', unlock: 'Lua: if GET k == uuid then DEL k' },
-  holdfast: { title: 'holdfast', seed: '—', lock: 'holdfast lock: lease + watchdog + fencing token', unlock: 'owner-checked Lua release' },
+/** What each scheme is: a short description, its commands, and the flaw the demo shows. */
+export const SCHEMES: Record<SchemeId, { what: string; lock: string; unlock: string; flaw: string }> = {
+  'no-ttl': { what: 'SET NX, no expiry', lock: 'SET k 123 NX', unlock: 'DEL k', flaw: "no expiry: a dead holder's lock stays forever" },
+  'setnx-expire': {
+    what: 'SETNX, then EXPIRE',
+    lock: 'SETNX k 123, then EXPIRE k',
+    unlock: 'DEL k',
+    flaw: 'two commands: a death between them leaves a lock with no expiry',
+  },
+  'same-value': {
+    what: 'SET NX PX, one value for all',
+    lock: 'SET k 123 NX PX lease',
+    unlock: 'DEL k',
+    flaw: "every holder's value is 123: a late DEL deletes the next holder's lock",
+  },
+  'get-then-del': {
+    what: 'unique value, GET then DEL',
+    lock: 'SET k uuid NX PX lease',
+    unlock: 'GET k; if ours: DEL k',
+    flaw: 'GET and DEL are two steps: the lock can change hands between them',
+  },
+  'lua-delete': {
+    what: 'unique value, Lua delete',
+    lock: 'SET k uuid NX PX lease',
+    unlock: 'Lua: if GET k == uuid then DEL k',
+    flaw: 'no renewal, no fencing: a holder past its lease keeps writing',
+  },
+  holdfast: {
+    what: 'lease, watchdog, fencing',
+    lock: 'holdfast lock: lease + watchdog + fencing token',
+    unlock: 'owner-checked Lua release',
+    flaw: '',
+  },
 };
 
 /** What the faults do, in a line. */
 export const FAULTS: Record<FaultId, string> = {
-  crash: 'the worker dies (SIGKILL) right after the command that granted it the lock (for silver: between SETNX and EXPIRE)',
+  crash: 'the worker dies (SIGKILL) right after the command that granted it the lock (for setnx-expire: between SETNX and EXPIRE)',
   pause: 'the worker stops (a stop-the-world pause, like a long GC) between reading and writing the counter, for longer than the lease',
   'slow-release': "the worker's link turns slow: from then on each of its releases is delayed for longer than the lease, just before the command that deletes the lock",
 };
@@ -73,7 +96,7 @@ export interface SchemeContext {
   worker: string;
   /** The lease (the expiring schemes' TTL and holdfast's watchdog lease), ms. */
   leaseMs: number;
-  /** The busy-wait sleep of the seed schemes, ms (the seed sleeps 100 ms with a 10 s lease). */
+  /** The busy-wait sleep of the five schemes between attempts, ms. */
   retryMs: number;
   /** Epoch ms after which waiting gives up (`acquire` returns `null`). */
   deadline: number;
@@ -91,7 +114,7 @@ return 0`;
 // DEL, and say who had acquired last at that instant.
 const DEL = `local who = redis.call('get', KEYS[2]) or ''
 return {redis.call('del', KEYS[1]), who}`;
-// The diamond scheme's compare-and-delete (the seed's script), and who had acquired last.
+// The lua-delete scheme's compare-and-delete, and who had acquired last.
 const COMPARE_AND_DELETE = `local who = redis.call('get', KEYS[2]) or ''
 if redis.call('get', KEYS[1]) == ARGV[1] then return {redis.call('del', KEYS[1]), who} end
 return {0, who}`;
@@ -113,7 +136,7 @@ return {1, tonumber(redis.call('get', KEYS[1]) or '0')}`;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const epoch = () => performance.timeOrigin + performance.now();
 
-/** A plain (unfenced) counter session over one of the seed's locks. */
+/** A plain (unfenced) counter session over one of the five schemes' locks. */
 function plainSession(ctx: SchemeContext, release: (delayMs: number) => Promise<ReleaseOutcome>): Session {
   return {
     lost: false,
@@ -146,27 +169,27 @@ async function spin(ctx: SchemeContext, value: string, pxMs: number | undefined)
 /** One acquisition with the given scheme: a session, or `null` when the deadline passed while waiting. */
 export async function acquire(scheme: SchemeId, ctx: SchemeContext): Promise<Session | null> {
   switch (scheme) {
-    case 'bronze': {
-      // 青铜: SETNX, then DEL. No expiry: a holder that dies never lets go.
+    case 'no-ttl': {
+      // SET NX, then DEL. No expiry: a holder that dies never lets go.
       if (!(await spin(ctx, '123', undefined))) return null;
       ctx.onGranted();
       return plainSession(ctx, (delay) => del(ctx, delay));
     }
-    case 'silver': {
-      // 白银: SETNX, then EXPIRE in a second command. A death between the two leaves a lock with no expiry.
+    case 'setnx-expire': {
+      // SETNX, then EXPIRE in a second command. A death between the two leaves a lock with no expiry.
       if (!(await spin(ctx, '123', undefined))) return null;
       ctx.onGranted();
       await ctx.transport.command(['PEXPIRE', ctx.keys.lock, String(ctx.leaseMs)], ctx.keys.lock);
       return plainSession(ctx, (delay) => del(ctx, delay));
     }
-    case 'gold': {
-      // 黄金: SET NX PX, one atomic command; but every holder's value is "123", so DEL deletes whoever's lock is there.
+    case 'same-value': {
+      // SET NX PX, one atomic command; but every holder's value is "123", so DEL deletes whoever's lock is there.
       if (!(await spin(ctx, '123', ctx.leaseMs))) return null;
       ctx.onGranted();
       return plainSession(ctx, (delay) => del(ctx, delay));
     }
-    case 'platinum': {
-      // 铂金: a unique value; GET, compare, then DEL — two steps, with a gap between them.
+    case 'get-then-del': {
+      // A unique value; GET, compare, then DEL — two steps, with a gap between them.
       const mine = randomUUID();
       if (!(await spin(ctx, mine, ctx.leaseMs))) return null;
       ctx.onGranted();
@@ -176,8 +199,8 @@ export async function acquire(scheme: SchemeId, ctx: SchemeContext): Promise<Ses
         return del(ctx, delay);
       });
     }
-    case 'diamond': {
-      // 钻石: a unique value and the seed's Lua compare-and-delete. No renewal and no fencing.
+    case 'lua-delete': {
+      // A unique value and a Lua compare-and-delete. No renewal and no fencing.
       const mine = randomUUID();
       if (!(await spin(ctx, mine, ctx.leaseMs))) return null;
       ctx.onGranted();

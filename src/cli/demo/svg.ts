@@ -16,22 +16,23 @@ export function timelineSvg(results: readonly RunResult[], opts: { leaseMs: numb
   const schemes = SCHEME_IDS.filter((s) => results.some((r) => r.scheme === s));
   const faults = FAULT_IDS.filter((f) => results.some((r) => r.fault === f));
   const workers = Math.max(2, ...results.map((r) => r.workers));
-  const labelW = 120;
+  const labelW = 200;
   const panelW = 360;
   const gap = 16;
   const laneH = 11;
-  const panelH = 22 + workers * laneH + 18;
-  const top = 86;
+  const panelH = 22 + workers * laneH + 30;
+  const top = 102;
   const width = labelW + faults.length * (panelW + gap);
   const height = top + schemes.length * (panelH + gap) + 10;
   // a paused or slow worker may finish after the run's end: show it
   const duration = Math.max(...results.map((r) => Math.max(r.endAt, ...r.spans.map((s) => s.end), ...r.marks.map((m) => m.t)) - r.startAt));
+  const runMs = Math.max(...results.map((r) => r.endAt - r.startAt));
   const parts: string[] = [];
   parts.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`,
     `<defs><pattern id="hatch" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="2" height="4" fill="#888"/></pattern></defs>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    `<text x="10" y="20" font-size="15" font-weight="600">holdfast demo: who held the lock when (seed 003's five schemes and holdfast, ${workers} workers, lease ${opts.leaseMs} ms, ${(duration / 1000).toFixed(1)} s across)</text>`,
+    `<text x="10" y="20" font-size="15" font-weight="600">holdfast demo: who held the lock when (five Redis lock schemes and holdfast, ${workers} workers, lease ${opts.leaseMs} ms, runs of ${(runMs / 1000).toFixed(1)} s)</text>`,
   );
   // legend
   const legend: [string, string][] = [
@@ -43,11 +44,19 @@ export function timelineSvg(results: readonly RunResult[], opts: { leaseMs: numb
     ['<path d="M3 0 L15 8 M15 0 L3 8" stroke="#000" stroke-width="2"/>', 'crash'],
     ['<path d="M3 0 L15 8 M15 0 L3 8" stroke="#f28c00" stroke-width="2.5"/>', 'stale write refused (fencing)'],
     ['<path d="M3 0 L15 0 L9 8 Z" fill="#e0312b"/>', "deleted another's lock"],
+    ['<path d="M9 0 L9 9" stroke="#777" stroke-dasharray="2 2"/>', `end of the run (${(runMs / 1000).toFixed(1)} s; later bars: paused or slow workers finishing)`],
   ];
+  // the legend wraps onto a second row rather than running past the picture's edge
   let lx = 10;
+  let ly = 34;
   for (const [icon, label] of legend) {
-    parts.push(`<g transform="translate(${lx},34)">${icon}<text x="23" y="8">${esc(label)}</text></g>`);
-    lx += 30 + label.length * 5.6;
+    const w = 30 + label.length * 5.6;
+    if (lx + w > width && lx > 10) {
+      lx = 10;
+      ly += 16;
+    }
+    parts.push(`<g transform="translate(${lx},${ly})">${icon}<text x="23" y="8">${esc(label)}</text></g>`);
+    lx += w;
   }
   faults.forEach((f, j) => {
     const x = labelW + j * (panelW + gap);
@@ -55,8 +64,8 @@ export function timelineSvg(results: readonly RunResult[], opts: { leaseMs: numb
   });
   schemes.forEach((s, i) => {
     const y = top + i * (panelH + gap);
-    parts.push(`<text x="10" y="${y + 20}" font-size="13" font-weight="600">${esc(SCHEMES[s].title)}</text>`);
-    parts.push(`<text x="10" y="${y + 36}" fill="#555">${esc(SCHEMES[s].seed)}</text>`);
+    parts.push(`<text x="10" y="${y + 20}" font-size="13" font-weight="600">${esc(s)}</text>`);
+    parts.push(`<text x="10" y="${y + 36}" fill="#555">${esc(SCHEMES[s].what)}</text>`);
     faults.forEach((f, j) => {
       const r = results.find((x) => x.scheme === s && x.fault === f);
       const x0 = labelW + j * (panelW + gap);
@@ -104,9 +113,14 @@ function panel(r: RunResult, x0: number, y0: number, w: number, laneH: number, w
     else if (m.kind === 'stale') out.push(`<path d="M${n(x - 4)} ${y} L${n(x + 4)} ${y + 8} M${n(x + 4)} ${y} L${n(x - 4)} ${y + 8}" stroke="#f28c00" stroke-width="2.5"/>`);
     else if (m.kind === 'deleted-other') out.push(`<path d="M${n(x - 5)} ${y - 1} L${n(x + 5)} ${y - 1} L${n(x)} ${y + 8} Z" fill="#e0312b" stroke="#fff" stroke-width="0.5"/>`);
   }
-  const figures =
-    `${r.writes} writes, counter ${r.counter} · lost ${r.lostUpdates} · deleted ${r.deletedOthers} · two holders ${r.overlapMs} ms` +
-    (r.scheme === 'holdfast' ? ` · stale refused ${r.staleRejected}` : '');
-  out.push(`<text x="${x0}" y="${plotY + workers * laneH + 13}" fill="#666" font-size="9.5">${esc(figures)}</text>`);
+  // the run's end: bars past it are a paused or slow worker finishing
+  const endX = n(tx(r.endAt));
+  out.push(`<path d="M${endX} ${plotY - 2} L${endX} ${plotY + workers * laneH + 2}" stroke="#777" stroke-dasharray="2 2"/>`);
+  // two short caption lines, so that a caption never runs into the next panel
+  const captions = [
+    `${r.writes} writes, counter ${r.counter} · lost updates ${r.lostUpdates} · deleted others' ${r.deletedOthers}`,
+    `two holders ${r.overlapMs} ms` + (r.scheme === 'holdfast' ? ` · stale writes refused ${r.staleRejected}` : ''),
+  ];
+  captions.forEach((c, k) => out.push(`<text x="${x0}" y="${plotY + workers * laneH + 13 + k * 12}" fill="#666" font-size="9.5">${esc(c)}</text>`));
   return out.join('\n');
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { writeSync } from 'node:fs';
-import { Holdfast } from '../../holdfast.js';
+import { Holdfast } from '../../index.js';
 import { connect } from '../connect.js';
 import type { DemoEvent } from './analyze.js';
 import { acquire, type DemoKeys, type FaultId, type SchemeId } from './schemes.js';

@@ -19,11 +19,10 @@
   when it held the lock when it first sent it.
 ]]
 --- @include "fair-advance"
-if ARGV[5] == '1' then
-  local done = redis.call('get', KEYS[2])
-  if done then
-    return tonumber(done)
-  end
+--- @include "release-retry"
+local done = release_retried(KEYS[2], ARGV[5])
+if done then
+  return done
 end
 local v = redis.call('hmget', KEYS[1], 'o', 'c')
 if v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then

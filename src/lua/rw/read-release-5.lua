@@ -14,12 +14,11 @@
   Returns the read holds left (0 = this owner's read lock is released), or -1 when this owner holds no read lock.
 ]]
 --- @include "notify"
+--- @include "release-retry"
 --- @include "rw-purge"
-if ARGV[5] == '1' then
-  local done = redis.call('get', KEYS[4])
-  if done then
-    return tonumber(done)
-  end
+local done = release_retried(KEYS[4], ARGV[5])
+if done then
+  return done
 end
 local now = redis_now()
 rw_purge(KEYS[1], KEYS[2], KEYS[3], now)

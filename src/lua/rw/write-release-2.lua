@@ -13,11 +13,10 @@
   (-1), which the client reads as "released" when it held the lock when it first sent it.
 ]]
 --- @include "notify"
-if ARGV[5] == '1' then
-  local done = redis.call('get', KEYS[2])
-  if done then
-    return tonumber(done)
-  end
+--- @include "release-retry"
+local done = release_retried(KEYS[2], ARGV[5])
+if done then
+  return done
 end
 if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
   return -1

@@ -6,14 +6,14 @@
  * holders), every accepted write carried a token larger than the one before it, and the lock kept being granted.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { ZkCluster, zookeeperInstalled } from '../../support/zookeeper.js';
+import { after, before, it } from 'node:test';
+import { ZkCluster, zkDescribe } from '../../support/zookeeper.js';
 import { makeZk, sleep, startWorker, uniq } from '../helpers.js';
 import type { ZooKeeperHoldfast } from '../../../src/zookeeper/index.js';
 
 const slow = process.env.HOLDFAST_SLOW === '1';
 
-void describe('ZooKeeper faults soak', { skip: (!slow && 'set HOLDFAST_SLOW=1') || (!zookeeperInstalled && 'zookeeper is not installed') }, () => {
+zkDescribe('ZooKeeper faults soak', () => {
   let zk: ZkCluster;
   let observer: ZooKeeperHoldfast;
 
@@ -78,4 +78,4 @@ void describe('ZooKeeper faults soak', { skip: (!slow && 'set HOLDFAST_SLOW=1') 
     }
     assert.ok(accepted > 100, `accepted ${accepted}`);
   });
-});
+}, !slow && 'set HOLDFAST_SLOW=1 (npm run test:zookeeper)');

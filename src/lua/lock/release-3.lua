@@ -1,0 +1,49 @@
+--[[
+  Release one hold (or every hold) of a reentrant lock, safely retryable. When the lock frees and other clients'
+  waiters wait, it is reserved for a moment for the one that has waited longest, and that one is woken: a releaser
+  that asks again at once cannot barge ahead of it.
+  KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
+  KEYS[2] this request's release marker (written only when holds remain, read only on a retry)
+  KEYS[3] the waiters: owner id → when it first found the lock taken
+  ARGV[1] owner id
+  ARGV[2] channel to publish a release on
+  ARGV[3] marker TTL in ms
+  ARGV[4] '1' to release every hold of this owner at once, '0' for one
+  ARGV[5] '1' when this is a retry of a request whose reply was lost
+  ARGV[6] how long a reservation lasts, in ms: past it, any waiter may take the lock
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
+  Returns the holds left (0 = released, and one waiter per process told: the longest-waiting one where it waits),
+  or -1 when this owner does not hold the lock. A retry of a partial release returns what the first run returned; a
+  retry of a full release finds the lock gone (-1), which the client reads as "released" when it held the lock when
+  it first sent it.
+]]
+--- @include "notify"
+--- @include "release-retry"
+--- @include "lock-value"
+local done = release_retried(KEYS[2], ARGV[5])
+if done then
+  return done
+end
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner ~= ARGV[1] or count == 0 then
+  return -1
+end
+local left = 0
+if ARGV[4] ~= '1' then
+  left = count - 1
+end
+if left <= 0 then
+  local next = redis.call('zrange', KEYS[3], 0, 0)[1]
+  if next then
+    redis.call('zrem', KEYS[3], next)
+    redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', ARGV[6])
+    notify(ARGV[2], '1:' .. next)
+  else
+    redis.call('del', KEYS[1])
+    notify(ARGV[2], '1')
+  end
+  return 0
+end
+redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
+redis.call('set', KEYS[2], left, 'px', ARGV[3])
+return left
