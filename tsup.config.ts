@@ -32,6 +32,7 @@ export default defineConfig([
       'integrations/node-cron': 'src/integrations/node-cron.ts',
       'integrations/cron': 'src/integrations/cron.ts',
       'integrations/nestjs': 'src/integrations/nestjs.ts',
+      'otel/index': 'src/otel/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -80,3 +80,15 @@ export {
 export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
 export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';
+export {
+  CHANNELS,
+  fingerprint,
+  type PrimitiveKind,
+  type AcquireContext,
+  type AcquireOutcome,
+  type ReleaseContext,
+  type ReleaseOutcome,
+  type LostMessage,
+  type RenewMessage,
+  type HandoffMessage,
+} from './diagnostics.js';

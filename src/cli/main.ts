@@ -9,6 +9,7 @@ import { isHoldfastError } from '../index.js';
 import { CliError, EXIT, out, UsageError, warn } from './common.js';
 import { demoCommand } from './demo/run.js';
 import { demoWorker } from './demo/worker.js';
+import { dashboardCommand } from './dashboard.js';
 import { execCommand } from './exec.js';
 import { inspectCommand, listCommand, unlockCommand } from './inspect.js';
 import { jobsCommand } from './jobs.js';
@@ -42,6 +43,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   list: listCommand,
   unlock: unlockCommand,
   jobs: jobsCommand,
+  dashboard: dashboardCommand,
   demo: demoCommand,
   __demo_worker: demoWorker,
 };

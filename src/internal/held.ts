@@ -3,12 +3,18 @@
  * called any number of times, and `[Symbol.asyncDispose]` that never throws for a hold already lost.
  */
 import { LockNotHeldError, ReleaseFailedError } from '../errors.js';
+import { traceRelease, type HeldFacts } from './trace.js';
 
 export abstract class Held implements AsyncDisposable {
   #released: Promise<void> | undefined;
 
   /** Releases in the backend; called once per `release()` that is not already settled or in flight. */
   protected abstract releaseOnce(): Promise<void>;
+
+  /** @internal What the diagnostics channels say about this hold; `undefined` publishes nothing. */
+  diagnostics(): HeldFacts | undefined {
+    return undefined;
+  }
 
   /** True once `release()` was called (and did not fail with a `ReleaseFailedError`, which a later call retries). */
   get released(): boolean {
@@ -21,7 +27,7 @@ export abstract class Held implements AsyncDisposable {
    */
   release(): Promise<void> {
     if (this.#released) return this.#released;
-    const released = this.releaseOnce().catch((error: unknown) => {
+    const released = traceRelease(this, () => this.releaseOnce()).catch((error: unknown) => {
       if (error instanceof ReleaseFailedError && this.#released === released) this.#released = undefined;
       throw error;
     });

@@ -19,6 +19,7 @@ import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedErr
 import { now } from './clock.js';
 import { Held } from './held.js';
 import { Lease } from './lease.js';
+import { kindOf, publishLost, traceRenew, type HeldFacts } from './trace.js';
 import { optDuration } from './validate.js';
 
 /** The atomic operations a primitive supplies for the holds of one name. */
@@ -157,9 +158,10 @@ export class HoldTable {
         renewEveryMs: watchdog ? host.watchdogInterval : undefined,
         sentAt,
         firstLeaseMs,
-        renew: (ms) => this.ops.renew(owner, ms),
+        renew: (ms) => traceRenew(this.ops.kind, this.ops.name, owner, token, ms, 'watchdog', () => this.ops.renew(owner, ms)),
         onLost: (error: LockLostError) => {
           this.forget(created);
+          publishLost(this.ops.kind, this.ops.name, owner, token, error);
           host.emitLost(error);
         },
       });
@@ -294,7 +296,7 @@ export class HoldTable {
     if (released) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was already released`);
     if (hold.lease.lost) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" is no longer held (lost)`);
     const sentAt = now();
-    if (!(await this.ops.renew(hold.owner, lease))) {
+    if (!(await traceRenew(this.ops.kind, name, hold.owner, hold.token, lease, 'extend', () => this.ops.renew(hold.owner, lease)))) {
       hold.lease.lose('expired');
       throw new LockNotHeldError(name);
     }
@@ -342,6 +344,12 @@ export class LeasedHeld extends Held {
    */
   extend(leaseMs: number): Promise<void> {
     return this.hold.table.extend(this.hold, leaseMs, this.released);
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    const ops = this.hold.table.ops;
+    return { kind: kindOf(ops.kind), name: ops.name, owner: this.hold.owner, token: this.hold.token, holdCount: this.holdCount };
   }
 
   protected releaseOnce(): Promise<void> {

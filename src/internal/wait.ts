@@ -4,6 +4,7 @@
  * holder's remaining lease, because an expiry publishes nothing), the caller's timeout or its signal.
  */
 import type { Core } from '../core.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
@@ -46,6 +47,8 @@ export interface WaitOptions<T> {
    * lock's hand-off), or `undefined` to make an attempt as usual.
    */
   onPayload?: (payload: string) => T | undefined;
+  /** The acquisition's diagnostics context (when anyone listens): each attempt is counted on it. */
+  trace?: AcquireContext | undefined;
 }
 
 /**
@@ -73,6 +76,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
         signal?.throwIfAborted();
         core.assertOpen();
         // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
+        if (opts.trace) opts.trace.attempts++;
         result = await opts.attempt(core.settings.commandTimeout);
       }
       if (result.done) {

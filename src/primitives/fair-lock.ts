@@ -30,6 +30,8 @@ import { withHeld } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { acquireParams } from '../internal/acquire.js';
+import { publishHandoff, traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, type Hold } from '../internal/hold.js';
 import { HeldLock, lockScope, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
 
@@ -203,7 +205,7 @@ export class FairLock {
    * @throws the signal's reason when `signal` aborts (the waiter has left the queue)
    */
   async acquire(options?: AcquireOptions): Promise<HeldLock> {
-    return (await this.#acquire(options, true)) as HeldLock;
+    return (await traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, true, trace))) as HeldLock;
   }
 
   /**
@@ -211,7 +213,7 @@ export class FairLock {
    * for it when the time is up (a single attempt never jumps the queue, and never joins it).
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, false);
+    return traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
@@ -251,7 +253,7 @@ export class FairLock {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
     const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
     if (ready) await ready;
@@ -274,6 +276,7 @@ export class FairLock {
         listenFirst: true,
         timeout,
         signal,
+        trace,
         attempt: async (budget) => {
           const sentAt = now();
           let reply: number[];
@@ -330,6 +333,7 @@ export class FairLock {
     if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
     const hold = this.#table.held(owner, token, queuedAt, leaseMs, watchdog, first);
     const held = new HeldLock(hold, 1);
+    publishHandoff(this.name, owner, token, 'granted');
     // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
     // release and any re-entry wait for it, so Redis still sees the claim first.
     hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
@@ -357,10 +361,13 @@ export class FairLock {
         (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
       );
     } catch (error) {
+      publishHandoff(this.name, hold.owner, hold.token, 'claim-failed');
       hold.lease.lose('connection', error); // forgets the hold (onLost)
       return;
     }
-    if (reply[0] === 1 && reply[1] === hold.token) hold.lease.confirm(sentAt, leaseMs);
+    const claimed = reply[0] === 1 && reply[1] === hold.token;
+    publishHandoff(this.name, hold.owner, hold.token, claimed ? 'claimed' : 'claim-failed');
+    if (claimed) hold.lease.confirm(sentAt, leaseMs);
     else hold.lease.lose('taken-over');
   }
 

@@ -6,11 +6,13 @@
  */
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { withHeld } from '../internal/scope.js';
+import { traceAcquire } from '../internal/trace.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 
@@ -124,7 +126,7 @@ export class Lock {
    * @throws the signal's reason when `signal` aborts
    */
   acquire(options?: AcquireOptions): Promise<HeldLock> {
-    return this.#acquire(options, true) as Promise<HeldLock>;
+    return traceAcquire('lock', this.name, options, (trace) => this.#acquire(options, true, trace)) as Promise<HeldLock>;
   }
 
   /**
@@ -132,7 +134,7 @@ export class Lock {
    * the time is up.
    */
   tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return this.#acquire(options, false);
+    return traceAcquire('lock', this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /**
@@ -183,7 +185,7 @@ export class Lock {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldLock | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
     const { key, keys, channel } = this.#ops.names();
     const p = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, key);
@@ -224,6 +226,7 @@ export class Lock {
     const notifier = core.notifier;
     if (!(fresh && timeout !== 0 && notifier.busyFor(channel) > 0 && notifier.waiting(channel) > 0)) {
       signal?.throwIfAborted();
+      if (trace) trace.attempts++;
       first = await attempt(core.settings.commandTimeout);
     }
     const held = first?.done
@@ -239,6 +242,7 @@ export class Lock {
             signal,
             attempt,
             first,
+            trace,
             // a waiter that gives up leaves the waiters, so no release reserves the lock for it
             onGiveUp: async () => {
               await core.run(scripts['lock/withdraw'], [this.#ops.names().waiters], [owner]);

@@ -10,6 +10,8 @@
  */
 import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
 import { Held } from '../internal/held.js';
+import { traceAcquire, type HeldFacts } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { now } from '../internal/clock.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { Lock, type AcquireOptions, type HeldLock } from './lock.js';
@@ -58,6 +60,11 @@ export class HeldMultiLock extends Held {
    */
   protected releaseOnce(): Promise<void> {
     return releaseAll(this.locks);
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    return { kind: 'multi-lock', name: this.locks.map((l) => l.name).join('+') };
   }
 }
 
@@ -112,12 +119,12 @@ export class MultiLock {
    * @throws the signal's reason when `signal` aborts (nothing stays held)
    */
   async acquire(options?: AcquireOptions): Promise<HeldMultiLock> {
-    return (await this.#acquire(options, true)) as HeldMultiLock;
+    return (await traceAcquire('multi-lock', this.name, options, (trace) => this.#acquire(options, true, trace))) as HeldMultiLock;
   }
 
   /** One attempt at each lock (or a wait of at most `timeout` ms): all of them, or `null` and nothing held. */
   tryAcquire(options?: AcquireOptions): Promise<HeldMultiLock | null> {
-    return this.#acquire(options, false);
+    return traceAcquire('multi-lock', this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /** Runs `fn` holding every lock and releases them afterwards, also when `fn` throws. */
@@ -128,7 +135,7 @@ export class MultiLock {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<HeldMultiLock | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldMultiLock | null> {
     const opts = checkOptions<AcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
@@ -138,6 +145,7 @@ export class MultiLock {
     for (const lock of this.locks) lock.core.assertOpen();
 
     const deadline = timeout === undefined ? Infinity : now() + timeout;
+    if (trace) trace.attempts = 1; // one all-or-nothing attempt; each lock traces its own
     const held: HeldLock[] = [];
     let complete = false;
     try {

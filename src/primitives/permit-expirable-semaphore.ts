@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { traceAcquire, type HeldFacts } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
@@ -74,6 +76,11 @@ export class Permit extends LeasedHeld {
   /** The permit id: release or extend it by id from anywhere (keep it secret). */
   get id(): string {
     return this.hold.owner;
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    return { ...super.diagnostics(), holdCount: undefined, permits: this.permits };
   }
 }
 
@@ -167,12 +174,12 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit> {
-    return (await this.#acquire(permits, options, true)) as Permit;
+    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace))) as Permit;
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the permit, or `null` when not enough are free. */
   tryAcquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit | null> {
-    return this.#acquire(permits, options, false);
+    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace));
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards. `fn` gets the permit (its `signal`). */
@@ -218,7 +225,7 @@ export class PermitExpirableSemaphore {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, required: boolean): Promise<Permit | null> {
+  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<Permit | null> {
     const n = checkPermits(permits);
     const opts = checkOptions<PermitAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
@@ -235,6 +242,7 @@ export class PermitExpirableSemaphore {
       channel: this.#channel,
       timeout,
       signal,
+      trace,
       attempt: async (budget) => {
         const id = randomBytes(16).toString('hex');
         const sentAt = now();

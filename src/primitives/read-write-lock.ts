@@ -23,6 +23,8 @@ import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
 import { withHeld } from '../internal/scope.js';
+import { kindOf, traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -152,12 +154,12 @@ abstract class Side<H extends LeasedHeld> {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(options?: AcquireOptions): Promise<H> {
-    return (await this.#acquire(options, true)) as H;
+    return (await traceAcquire(kindOf(this.table.ops.kind), this.name, options, (trace) => this.#acquire(options, true, trace))) as H;
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when still busy when the time is up. */
   tryAcquire(options?: AcquireOptions): Promise<H | null> {
-    return this.#acquire(options, false);
+    return traceAcquire(kindOf(this.table.ops.kind), this.name, options, (trace) => this.#acquire(options, false, trace));
   }
 
   /**
@@ -169,7 +171,7 @@ abstract class Side<H extends LeasedHeld> {
     return withHeld(this.core, this.rw.contextKey, fn, () => this.acquire(options), (held) => ({ signal: held.signal, lock: held }));
   }
 
-  async #acquire(options: AcquireOptions | undefined, required: boolean): Promise<H | null> {
+  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<H | null> {
     const core = this.core;
     const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.rw.contextKey);
     if (ready) await ready;
@@ -179,6 +181,7 @@ abstract class Side<H extends LeasedHeld> {
       channel: core.keys.rwChannel(this.name),
       timeout,
       signal,
+      trace,
       attempt: async (budget) => {
         const sentAt = now();
         let result: SideAttempt;

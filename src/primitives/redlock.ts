@@ -22,6 +22,8 @@ import { closeHolds, type Closable } from '../core.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
+import { traceAcquire } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { driftOf } from '../internal/lease.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration, optSignal } from '../internal/validate.js';
 import { Keys } from '../keys.js';
@@ -297,7 +299,7 @@ export class RedlockLock {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(options?: RedlockAcquireOptions): Promise<HeldRedlock> {
-    return (await this.#acquire(options, false)) as HeldRedlock;
+    return (await traceAcquire('redlock', this.name, options, (trace) => this.#acquire(options, false, trace))) as HeldRedlock;
   }
 
   /**
@@ -305,7 +307,7 @@ export class RedlockLock {
    * @throws {QuorumNotReachedError} when too few nodes answered at all (the lock could not be judged)
    */
   tryAcquire(options?: Omit<RedlockAcquireOptions, 'timeout'>): Promise<HeldRedlock | null> {
-    return this.#acquire(options, true);
+    return traceAcquire('redlock', this.name, options, (trace) => this.#acquire(options, true, trace));
   }
 
   /** Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. */
@@ -319,7 +321,7 @@ export class RedlockLock {
     }
   }
 
-  async #acquire(options: RedlockAcquireOptions | undefined, single: boolean): Promise<HeldRedlock | null> {
+  async #acquire(options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlock | null> {
     const opts = checkOptions<RedlockAcquireOptions>(options);
     checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0);
@@ -334,6 +336,7 @@ export class RedlockLock {
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       redlock.assertOpen();
+      if (trace) trace.attempts++;
       const result = await this.#attempt(leaseMs, fixedLease === undefined);
       if (result.held) {
         if (!redlock.closed) return result.held;

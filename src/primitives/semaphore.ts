@@ -10,6 +10,8 @@
 import type { Closable, Core } from '../core.js';
 import { AcquireTimeoutError } from '../errors.js';
 import { Held } from '../internal/held.js';
+import { traceAcquire, type HeldFacts } from '../internal/trace.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -49,6 +51,11 @@ export class SemaphorePermits extends Held implements Closable {
     readonly permits: number,
   ) {
     super();
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    return { kind: 'semaphore', name: this.semaphore.name, permits: this.permits };
   }
 
   /** Gives the permits back and wakes waiters. */
@@ -123,7 +130,7 @@ export class Semaphore {
    * @throws the signal's reason when `signal` aborts
    */
   async acquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits> {
-    return (await this.#acquire(permits, options, true)) as SemaphorePermits;
+    return (await traceAcquire('semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace))) as SemaphorePermits;
   }
 
   /**
@@ -131,7 +138,7 @@ export class Semaphore {
    * @param permits how many @default 1
    */
   tryAcquire(permits = 1, options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
-    return this.#acquire(permits, options, false);
+    return traceAcquire('semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace));
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards, also when `fn` throws. */
@@ -179,7 +186,7 @@ export class Semaphore {
   }
 
   /** `required` (acquire): no default time limit, and the time running out is an `AcquireTimeoutError`. */
-  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean): Promise<SemaphorePermits | null> {
+  async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<SemaphorePermits | null> {
     const n = checkPermits(permits);
     const opts = checkOptions<SemaphoreAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
@@ -193,6 +200,7 @@ export class Semaphore {
       channel: this.#channel,
       timeout,
       signal,
+      trace,
       attempt: async (budget) => {
         const reply = (await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget)) as number[];
         if (reply[0] === 1) {

@@ -1,0 +1,143 @@
+/**
+ * What holdfast tells `node:diagnostics_channel`: the channel names and the shape of every message, so that any
+ * subscriber (the `holdfast/otel` bridge, a logger, a test) can see what the locks of this process do.
+ *
+ * | channel              | kind            | published                                                      | payload              |
+ * |----------------------|-----------------|----------------------------------------------------------------|----------------------|
+ * | `holdfast:acquire`   | tracing channel | around every `acquire()` / `tryAcquire()` of every primitive   | {@link AcquireContext} |
+ * | `holdfast:release`   | tracing channel | around every first `release()` (or `await using` end)           | {@link ReleaseContext} |
+ * | `holdfast:lost`      | channel         | when a held lease is lost (its `signal` aborts)                 | {@link LostMessage}  |
+ * | `holdfast:renew`     | channel         | after each watchdog renewal and each `extend()`                 | {@link RenewMessage} |
+ * | `holdfast:handoff`   | channel         | when a fair lock is handed to a waiter, and when it claims it   | {@link HandoffMessage} |
+ *
+ * The tracing channels follow Node's conventions (`tracing:holdfast:acquire:start`, `…:end`, `…:asyncStart`,
+ * `…:asyncEnd`, `…:error`); the context object is the same across those events and is complete at `asyncEnd`.
+ * Nothing is built when no one subscribes. Payloads never carry an owner id (whoever knows it can release the lock):
+ * they carry its {@link fingerprint}, which is also what `holdfast dashboard` shows.
+ *
+ * @module
+ */
+import crypto from 'node:crypto';
+import type { LockLostError, LockLostReason } from './errors.js';
+
+/** The names of holdfast's diagnostics channels. */
+export const CHANNELS = {
+  /** Tracing channel around every acquisition: {@link AcquireContext}. */
+  acquire: 'holdfast:acquire',
+  /** Tracing channel around every release: {@link ReleaseContext}. */
+  release: 'holdfast:release',
+  /** A held lease was lost: {@link LostMessage}. */
+  lost: 'holdfast:lost',
+  /** A lease was renewed (or the renewal failed): {@link RenewMessage}. */
+  renew: 'holdfast:renew',
+  /** A fair lock changed hands through its queue: {@link HandoffMessage}. */
+  handoff: 'holdfast:handoff',
+} as const;
+
+/** Which primitive a message is about. */
+export type PrimitiveKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'permit-semaphore' | 'multi-lock' | 'redlock';
+
+/** How an acquisition ended. `timed-out` also covers a `tryAcquire()` that found the resource busy. */
+export type AcquireOutcome = 'acquired' | 'timed-out' | 'aborted' | 'error';
+
+/** How a release ended. `not-held`: the hold had been lost before (`LockNotHeldError`); `failed`: Redis could not be reached (`ReleaseFailedError`). */
+export type ReleaseOutcome = 'released' | 'not-held' | 'failed' | 'error';
+
+/** The context of one acquisition on the `holdfast:acquire` tracing channel. */
+export interface AcquireContext {
+  /** A number unique in this process, repeated by the {@link ReleaseContext} of the same acquisition. */
+  readonly id: number;
+  readonly kind: PrimitiveKind;
+  /** The lock's name (a multi-lock's names joined with `+`). */
+  readonly name: string;
+  /** The owner's fingerprint: known at the start for an explicit `owner`, else once acquired. */
+  fingerprint: string | undefined;
+  /** Attempts made against Redis so far (a multi-lock counts one; its locks publish their own). */
+  attempts: number;
+  /** ms from the call to its end (set at the end). */
+  waitedMs: number;
+  /** How it ended (set at the end). */
+  outcome: AcquireOutcome | undefined;
+  /** The fencing token of the hold, when acquired and the primitive mints one (0 where it has none). */
+  token: number | undefined;
+  /** The owner's hold count right after this acquisition (reentrant primitives). */
+  holdCount: number | undefined;
+  /** How many permits were taken (semaphores). */
+  permits: number | undefined;
+  /** Set by the tracing channel when the call threw: the error. */
+  error?: unknown;
+}
+
+/** The context of one release on the `holdfast:release` tracing channel. */
+export interface ReleaseContext {
+  /** The {@link AcquireContext.id} of the acquisition released, when that acquisition was traced. */
+  readonly id: number | undefined;
+  readonly kind: PrimitiveKind;
+  readonly name: string;
+  readonly fingerprint: string | undefined;
+  /** The fencing token of the hold (0 where the primitive has none). */
+  readonly token: number | undefined;
+  /** ms from the acquisition to this release, when the acquisition was traced. */
+  readonly heldMs: number | undefined;
+  /** How it ended (set at the end). */
+  outcome: ReleaseOutcome | undefined;
+  /** Set by the tracing channel when the release threw: the error. */
+  error?: unknown;
+}
+
+/** A message on `holdfast:lost`. */
+export interface LostMessage {
+  readonly kind: PrimitiveKind;
+  readonly name: string;
+  readonly fingerprint: string;
+  readonly token: number;
+  /** Why (the error's `reason`). */
+  readonly reason: LockLostReason;
+  /** The error the hold's `signal` aborted with. */
+  readonly error: LockLostError;
+}
+
+/** A message on `holdfast:renew`. */
+export interface RenewMessage {
+  readonly kind: PrimitiveKind;
+  readonly name: string;
+  readonly fingerprint: string;
+  readonly token: number;
+  /** `watchdog`: the automatic renewal; `extend`: an explicit `extend(ms)`. */
+  readonly source: 'watchdog' | 'extend';
+  /** The lease asked for, in ms. */
+  readonly leaseMs: number;
+  /** `renewed`; `not-held`: Redis said the hold is gone; `error`: no answer (the watchdog tries again while the lease lasts). */
+  readonly result: 'renewed' | 'not-held' | 'error';
+  /** How long the renewal took, in ms. */
+  readonly durationMs: number;
+  /** The error, when `result` is `error`. */
+  readonly error?: unknown;
+}
+
+/** A message on `holdfast:handoff`: a fair lock's release handed the lock to this waiter. */
+export interface HandoffMessage {
+  readonly kind: 'fair-lock';
+  readonly name: string;
+  /** The new holder's fingerprint. */
+  readonly fingerprint: string;
+  readonly token: number;
+  /**
+   * `granted`: the hand-off message reached the waiter, which holds the lock from then on; `claimed`: its claim (the
+   * full lease) landed in Redis; `claim-failed`: the grant was gone or Redis could not be reached (the hold is lost).
+   */
+  readonly stage: 'granted' | 'claimed' | 'claim-failed';
+}
+
+/**
+ * The fingerprint of an owner id (or a permit id): the first 12 hex digits of its SHA-256. It names a holder in
+ * diagnostics and in `holdfast dashboard` without giving away the id, which is a release capability. The same id
+ * gives the same fingerprint in every process.
+ */
+export function fingerprint(owner: string): string {
+  return sha256(owner).slice(0, 12);
+}
+
+// crypto.hash (one call, no Hash object) from Node 20.12 on
+const sha256: (text: string) => string =
+  typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'hex') : (text) => crypto.createHash('sha256').update(text).digest('hex');

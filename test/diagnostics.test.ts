@@ -1,0 +1,259 @@
+/**
+ * The diagnostics channels (src/diagnostics.ts): every primitive's acquire and release appear on the tracing
+ * channels with kind, name, fingerprint, attempts, wait and outcome; a lost hold appears on `holdfast:lost`;
+ * renewals on `holdfast:renew`; a fair-lock hand-off on `holdfast:handoff`. No payload carries an owner id.
+ */
+import assert from 'node:assert/strict';
+import dc from 'node:diagnostics_channel';
+import { after, before, beforeEach, it } from 'node:test';
+import {
+  AcquireTimeoutError,
+  CHANNELS,
+  fingerprint,
+  LockLostError,
+  Redlock,
+  type AcquireContext,
+  type HandoffMessage,
+  type LostMessage,
+  type ReleaseContext,
+  type RenewMessage,
+} from '../src/index.js';
+import { describeEachAdapter, sleep } from './support/suite.js';
+
+/** Everything published while a test runs. */
+interface Seen {
+  acquireStart: AcquireContext[];
+  acquired: AcquireContext[];
+  acquireErrors: AcquireContext[];
+  releaseStart: ReleaseContext[];
+  released: ReleaseContext[];
+  lost: LostMessage[];
+  renew: RenewMessage[];
+  handoff: HandoffMessage[];
+}
+
+const seen: Seen = { acquireStart: [], acquired: [], acquireErrors: [], releaseStart: [], released: [], lost: [], renew: [], handoff: [] };
+const reset = (): void => {
+  for (const list of Object.values(seen) as unknown[][]) list.length = 0;
+};
+
+const ignore = (): void => {};
+const acquireHandlers = {
+  start: (ctx: AcquireContext) => void seen.acquireStart.push({ ...ctx }),
+  end: ignore,
+  asyncStart: ignore,
+  asyncEnd: (ctx: AcquireContext) => void seen.acquired.push(ctx),
+  error: (ctx: AcquireContext) => void seen.acquireErrors.push(ctx),
+};
+const releaseHandlers = {
+  start: (ctx: ReleaseContext) => void seen.releaseStart.push({ ...ctx }),
+  end: ignore,
+  asyncStart: ignore,
+  asyncEnd: (ctx: ReleaseContext) => void seen.released.push(ctx),
+  error: ignore,
+};
+const onLost = (m: unknown): void => void seen.lost.push(m as LostMessage);
+const onRenew = (m: unknown): void => void seen.renew.push(m as RenewMessage);
+const onHandoff = (m: unknown): void => void seen.handoff.push(m as HandoffMessage);
+
+before(() => {
+  dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire).subscribe(acquireHandlers);
+  dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release).subscribe(releaseHandlers);
+  dc.subscribe(CHANNELS.lost, onLost);
+  dc.subscribe(CHANNELS.renew, onRenew);
+  dc.subscribe(CHANNELS.handoff, onHandoff);
+});
+after(() => {
+  dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire).unsubscribe(acquireHandlers);
+  dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release).unsubscribe(releaseHandlers);
+  dc.unsubscribe(CHANNELS.lost, onLost);
+  dc.unsubscribe(CHANNELS.renew, onRenew);
+  dc.unsubscribe(CHANNELS.handoff, onHandoff);
+});
+
+/** The one finished acquisition of `kind` (fails when there are none or several). */
+function oneAcquired(kind: string, name: string): AcquireContext {
+  const found = seen.acquired.filter((c) => c.kind === kind && c.name === name);
+  assert.equal(found.length, 1, `one ${kind} acquisition of ${name}, got ${JSON.stringify(seen.acquired)}`);
+  return found[0]!;
+}
+function oneReleased(kind: string, name: string): ReleaseContext {
+  const found = seen.released.filter((c) => c.kind === kind && c.name === name);
+  assert.equal(found.length, 1, `one ${kind} release of ${name}, got ${JSON.stringify(seen.released)}`);
+  return found[0]!;
+}
+
+/** No owner id (or permit id) may appear in any payload. */
+function assertNoSecret(...secrets: string[]): void {
+  const text = JSON.stringify(seen, (_k, v: unknown) => (v instanceof Error ? v.message : v));
+  for (const secret of secrets) assert.ok(!text.includes(secret), `a payload carries the owner id ${secret}`);
+}
+
+describeEachAdapter('diagnostics channels', (ctx) => {
+  beforeEach(reset);
+
+  void it('a lock: acquire and release traced with kind, name, fingerprint, attempts, wait, token; contention as timed-out', async () => {
+    const lock = ctx.holdfast.lock('dc:lock');
+    const held = await lock.acquire();
+    const a = oneAcquired('lock', 'dc:lock');
+    assert.equal(a.outcome, 'acquired');
+    assert.equal(a.fingerprint, fingerprint(held.owner));
+    assert.match(a.fingerprint, /^[0-9a-f]{12}$/);
+    assert.equal(a.token, held.token);
+    assert.ok(held.token > 0);
+    assert.equal(a.holdCount, 1);
+    assert.equal(a.attempts, 1);
+    assert.ok(a.waitedMs >= 0 && a.waitedMs < 10_000, String(a.waitedMs));
+    assert.equal(seen.acquireStart.length, 1);
+    assert.equal(seen.acquireStart[0]!.outcome, undefined, 'the outcome is set at the end, not at the start');
+
+    // contention: a single attempt that finds it held, then a wait that times out
+    assert.equal(await lock.tryAcquire(), null);
+    await assert.rejects(lock.acquire({ timeout: 150 }), AcquireTimeoutError);
+    const busy = seen.acquired.filter((c) => c.outcome === 'timed-out');
+    assert.equal(busy.length, 2, JSON.stringify(seen.acquired));
+    assert.equal(busy[0]!.attempts, 1);
+    assert.ok(busy[1]!.attempts >= 2, `a wait makes more than one attempt, got ${busy[1]!.attempts}`);
+    assert.ok(busy[1]!.waitedMs >= 140, String(busy[1]!.waitedMs));
+    assert.equal(seen.acquireErrors.length, 1, 'the acquire() that timed out threw');
+
+    await held.release();
+    await held.release(); // idempotent: traced once
+    const r = oneReleased('lock', 'dc:lock');
+    assert.equal(r.id, a.id);
+    assert.equal(r.outcome, 'released');
+    assert.equal(r.fingerprint, a.fingerprint);
+    assert.equal(r.token, held.token);
+    assert.ok(r.heldMs !== undefined && r.heldMs >= 150, String(r.heldMs));
+    assertNoSecret(held.owner);
+  });
+
+  void it('an aborted wait is "aborted"', async () => {
+    const lock = ctx.holdfast.lock('dc:abort');
+    await using _held = await lock.acquire();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('stop')), 100);
+    await assert.rejects(lock.acquire({ signal: controller.signal }), /stop/);
+    const aborted = seen.acquired.filter((c) => c.outcome === 'aborted');
+    assert.equal(aborted.length, 1, JSON.stringify(seen.acquired));
+    assert.equal(aborted[0]!.kind, 'lock');
+  });
+
+  void it('fair lock, read lock, write lock, semaphore, permit semaphore and multi-lock: each acquire and release traced', async () => {
+    const h = ctx.holdfast;
+    const fair = await h.fairLock('dc:fair').acquire();
+    const rw = h.readWriteLock('dc:rw');
+    const read = await rw.readLock().acquire();
+    await read.release();
+    const write = await rw.writeLock().acquire();
+    const sem = h.semaphore('dc:sem');
+    await sem.trySetPermits(3);
+    const permits = await sem.acquire(2);
+    const psem = h.permitExpirableSemaphore('dc:psem');
+    await psem.trySetPermits(2);
+    const permit = await psem.acquire(1);
+    const multi = await h.multiLock(['dc:m1', 'dc:m2']).acquire();
+    for (const held of [fair, write, permits, permit, multi]) await held.release();
+
+    const cases: [string, string, number | undefined][] = [
+      ['fair-lock', 'dc:fair', fair.token],
+      ['read-lock', 'dc:rw', 0],
+      ['write-lock', 'dc:rw', write.token],
+      ['semaphore', 'dc:sem', undefined],
+      ['permit-semaphore', 'dc:psem', 0],
+      ['multi-lock', 'dc:m1+dc:m2', undefined],
+      ['lock', 'dc:m1', multi.tokens.get('dc:m1')],
+      ['lock', 'dc:m2', multi.tokens.get('dc:m2')],
+    ];
+    for (const [kind, name, token] of cases) {
+      const a = oneAcquired(kind, name);
+      assert.equal(a.outcome, 'acquired', kind);
+      assert.equal(a.token, token, kind);
+      assert.ok(a.attempts >= 1, kind);
+      const r = oneReleased(kind, name);
+      assert.equal(r.id, a.id, kind);
+      assert.equal(r.outcome, 'released', kind);
+    }
+    assert.equal(oneAcquired('semaphore', 'dc:sem').permits, 2);
+    assert.equal(oneAcquired('permit-semaphore', 'dc:psem').permits, 1);
+    assert.equal(oneAcquired('permit-semaphore', 'dc:psem').fingerprint, fingerprint(permit.id));
+    assert.equal(oneAcquired('write-lock', 'dc:rw').fingerprint, fingerprint(write.owner));
+    assert.ok(write.token > 0 && fair.token > 0);
+    assertNoSecret(fair.owner, read.owner, write.owner, permit.id);
+  });
+
+  void it('Redlock: acquire and release traced', async () => {
+    const node = await ctx.open();
+    const redlock = new Redlock({ redis: [node.redis], prefix: `rl${Math.random().toString(36).slice(2, 8)}:` });
+    try {
+      const held = await redlock.lock('dc:redlock').acquire({ lease: 5000 });
+      await held.release();
+      const a = oneAcquired('redlock', 'dc:redlock');
+      assert.equal(a.outcome, 'acquired');
+      assert.equal(a.attempts, 1);
+      assert.equal(a.token, held.token);
+      assert.equal(a.fingerprint, fingerprint(held.owner));
+      assert.equal(oneReleased('redlock', 'dc:redlock').id, a.id);
+      assertNoSecret(held.owner);
+    } finally {
+      await redlock.close();
+    }
+  });
+
+  void it('a lost lock appears on holdfast:lost; its release then is "not-held"', async () => {
+    const held = await ctx.holdfast.lock('dc:lost').acquire({ lease: 200 });
+    await sleep(400);
+    assert.ok(held.lost);
+    assert.equal(seen.lost.length, 1, JSON.stringify(seen.lost));
+    const m = seen.lost[0]!;
+    assert.equal(m.kind, 'lock');
+    assert.equal(m.name, 'dc:lost');
+    assert.equal(m.reason, 'expired');
+    assert.ok(m.error instanceof LockLostError);
+    assert.equal(m.fingerprint, fingerprint(held.owner));
+    assert.equal(m.token, held.token);
+    await assert.rejects(held.release());
+    assert.equal(oneReleased('lock', 'dc:lost').outcome, 'not-held');
+    assertNoSecret(held.owner);
+  });
+
+  void it('watchdog renewals and extend() appear on holdfast:renew; a renewal that finds the lock gone is "not-held" and the loss follows', async () => {
+    const { holdfast } = await ctx.open({ watchdogLease: 600, watchdogInterval: 100 });
+    const held = await holdfast.lock('dc:renew').acquire();
+    await sleep(350);
+    const watchdog = seen.renew.filter((m) => m.source === 'watchdog' && m.name === 'dc:renew');
+    assert.ok(watchdog.length >= 2, `watchdog renewals: ${JSON.stringify(seen.renew)}`);
+    assert.ok(watchdog.every((m) => m.result === 'renewed' && m.leaseMs === 600 && m.token === held.token && m.kind === 'lock'));
+    assert.equal(watchdog[0]!.fingerprint, fingerprint(held.owner));
+    await held.extend(5000);
+    assert.deepEqual(
+      seen.renew.filter((m) => m.source === 'extend').map((m) => [m.result, m.leaseMs]),
+      [['renewed', 5000]],
+    );
+    // someone deletes it: the next renewal says so, and the hold is lost as taken over
+    assert.equal(await holdfast.lock('dc:renew').forceUnlock(), true);
+    await sleep(300);
+    assert.ok(seen.renew.some((m) => m.result === 'not-held'), JSON.stringify(seen.renew));
+    assert.deepEqual(seen.lost.map((m) => [m.name, m.reason]), [['dc:renew', 'taken-over']]);
+    assertNoSecret(held.owner);
+  });
+
+  void it('a fair-lock hand-off appears on holdfast:handoff: granted, then claimed', async () => {
+    const fair = ctx.holdfast.fairLock('dc:handoff');
+    const first = await fair.acquire();
+    const waiting = fair.acquire({ timeout: 10_000 });
+    await sleep(150); // queued
+    await first.release();
+    const second = await waiting;
+    await sleep(100); // the claim runs in the background
+    assert.deepEqual(
+      seen.handoff.map((m) => [m.stage, m.name, m.token, m.fingerprint]),
+      [
+        ['granted', 'dc:handoff', second.token, fingerprint(second.owner)],
+        ['claimed', 'dc:handoff', second.token, fingerprint(second.owner)],
+      ],
+    );
+    await second.release();
+    assertNoSecret(first.owner, second.owner);
+  });
+});
