@@ -20,14 +20,19 @@ type RoutedCommand = (args: string[], options: { route: SlotKeyRoute }) => Promi
  * (structural: holdfast never imports GLIDE).
  */
 export interface GlideLike {
-  /** On a `GlideClusterClient` it also takes `{ route }`. */
+  /** Sends any command (scripts go as `EVALSHA` / `EVAL`). On a `GlideClusterClient` it also takes `{ route }`. */
   customCommand(args: string[]): Promise<unknown>;
+  /** Not called: with `customCommand` and `subscribe`, it tells a GLIDE client from other clients. */
   invokeScript(script: unknown, options?: unknown): Promise<unknown>;
+  /** Subscribes, waiting up to `timeoutMs` for the server's confirmation (GLIDE ≥ 2). */
   subscribe(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  /** Unsubscribes from `channels` (`null`: from every channel). */
   unsubscribe(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
-  /** Present on a `GlideClusterClient` (sharded pub/sub). */
+  /** Sharded subscribe; present on a `GlideClusterClient`. */
   ssubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  /** Sharded unsubscribe; present on a `GlideClusterClient`. */
   sunsubscribe?(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
+  /** Closes the client (holdfast calls it on its own subscriber client only). */
   close(errorMessage?: string): void;
 }
 
