@@ -35,7 +35,7 @@ export const CHANNELS = {
 } as const;
 
 /** Which primitive a message is about. */
-export type PrimitiveKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'permit-semaphore' | 'multi-lock' | 'redlock';
+export type PrimitiveKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'permit-semaphore' | 'multi-lock' | 'redlock' | 'redlock-semaphore';
 
 /** How an acquisition ended. `timed-out` also covers a `tryAcquire()` that found the resource busy. */
 export type AcquireOutcome = 'acquired' | 'timed-out' | 'aborted' | 'error';

@@ -13,6 +13,7 @@ import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
+import type { ReleaseEvent } from './internal/events.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
 import { CacheLoader, type CacheLoaderOptions, type GetOrLoadOptions, type Loader } from './recipes/cache-loader.js';
@@ -221,6 +222,15 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
    */
   fairLock(name: string, options?: FairLockOptions): FairLock {
     return new FairLock(this.core, checkName(name), options);
+  }
+
+  /**
+   * Calls `listener` each time the lock `name` (`holdfast.lock(name)`) is released or force-unlocked, by any process,
+   * until the returned function is called; resolves once subscribed. An expiry publishes nothing and is not reported
+   * (see `Lock.waitUntilFree`).
+   */
+  onRelease(name: string, listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return this.lock(name).onRelease(listener);
   }
 
   /** Shorthand for `holdfast.lock(name).withLock(fn, options)`. */

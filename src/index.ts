@@ -5,7 +5,8 @@
  */
 export { Holdfast, toTransport, type HoldfastOptions, type HoldfastEvents } from './holdfast.js';
 export type { HoldfastWarning } from './core.js';
-export { Lock, HeldLock, type AcquireOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export { Lock, HeldLock, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './primitives/lock.js';
+export type { WaitUntilFreeOptions, ReleaseEvent } from './internal/events.js';
 export { FairLock, type FairLockOptions, type FairLockInfo } from './primitives/fair-lock.js';
 export {
   ReadWriteLock,
@@ -13,14 +14,24 @@ export {
   WriteLock,
   HeldReadLock,
   HeldWriteLock,
+  ownerFingerprint,
+  type HeldByOptions,
+  type ReaderInfo,
   type ReadWriteLockOptions,
   type ReadWriteLockInfo,
   type ReadLockScope,
   type WriteLockScope,
 } from './primitives/read-write-lock.js';
 export { LeasedHeld } from './internal/hold.js';
-export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions } from './primitives/semaphore.js';
-export { PermitExpirableSemaphore, Permit, type PermitAcquireOptions, type PermitSemaphoreInfo } from './primitives/permit-expirable-semaphore.js';
+export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions, type SemaphoreSetOptions } from './primitives/semaphore.js';
+export {
+  PermitExpirableSemaphore,
+  Permit,
+  MAX_PERMIT_IDS,
+  type PermitAcquireOptions,
+  type PermitSemaphoreInfo,
+  type PermitSemaphoreSetOptions,
+} from './primitives/permit-expirable-semaphore.js';
 export { CountDownLatch, type LatchSetOptions, type LatchAwaitOptions } from './primitives/count-down-latch.js';
 export { MultiLock, HeldMultiLock, MAX_MULTI_LOCKS, type MultiLockScope } from './primitives/multi-lock.js';
 export { FencedKey, type FencedSetOptions, type FencedValue } from './fencing/fenced-key.js';
@@ -59,6 +70,7 @@ export {
   type RedlockAcquireOptions,
   type RedlockEvents,
 } from './primitives/redlock.js';
+export { RedlockSemaphore, HeldRedlockPermits, MAX_REDLOCK_PERMITS, type RedlockSemaphoreOptions } from './primitives/redlock-semaphore.js';
 export type { ReplicaSync } from './internal/replica-sync.js';
 export {
   Scheduler,

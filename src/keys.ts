@@ -31,6 +31,7 @@
  * | `holdfast:{orders:42}:psem`      | string | none                | expirable permits free  |
  * | `holdfast:{orders:42}:psem:l`    | zset   | last lease          | permit id → expiry      |
  * | `holdfast:{orders:42}:psem:n`    | hash   | as `psem:l`         | permit id → permits     |
+ * | `holdfast:{orders:42}:qsem:<i>`  | string | the lease           | Redlock semaphore: permit slot i → owner |
  * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
  * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
  *
@@ -233,6 +234,10 @@ export class Keys {
   /** Permit-expirable semaphore: the channel releases and reclaims publish on. */
   permitsChannel(name: string): string {
     return `${this.base(name)}:psem:ch`;
+  }
+  /** Redlock semaphore: permit slot `slot` (0-based), holding its owner id with the lease as its TTL. */
+  redlockPermit(name: string, slot: number): string {
+    return `${this.base(name)}:qsem:${slot}`;
   }
   /** Count-down latch: the count. */
   latch(name: string): string {

@@ -40,6 +40,11 @@ export interface HoldOps {
   releaseAll(owner: string): Promise<unknown>;
   /** Errors after which a request may be sent again. @default a `RedisConnectionError` */
   readonly isTransient?: (error: unknown) => boolean;
+  /**
+   * What Redis holds for `owner` now: its hold count and fencing token, or `null` when `owner` does not hold it. A
+   * primitive that supplies it can be adopted by owner id (see {@link HoldTable.adopt}).
+   */
+  readonly inspectOwner?: (owner: string) => Promise<{ holdCount: number; token: number } | null>;
 }
 
 /** Where holds live: a holdfast client's core, or a Redlock. */
@@ -175,6 +180,23 @@ export class HoldTable {
     return hold;
   }
 
+  /**
+   * Adopts the hold `owner` has in Redis (taken by another process, or by a client that is gone): sets its lease to
+   * `leaseMs` from now (so renewal is taken over here: the watchdog, or a fixed lease), then reads its hold count and
+   * token. The hold count in Redis is not raised; one `release()` of what this returns gives up one hold count, as
+   * any acquisition's does. Returns the hold (local count raised) and the count in Redis, or `null` when `owner`
+   * holds nothing.
+   */
+  async adopt(owner: string, leaseMs: number, watchdog: boolean): Promise<{ hold: Hold; holdCount: number } | null> {
+    const ops = this.ops;
+    if (!ops.inspectOwner) throw new TypeError(`a ${ops.kind} cannot be adopted`);
+    const sentAt = now();
+    if (!(await ops.renew(owner, leaseMs))) return null;
+    const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
+    if (!info) return null; // released between the two calls
+    return { hold: this.held(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
+  }
+
   /** The live hold of `owner` here, if any. */
   get(owner: string): Hold | undefined {
     return this.#one?.owner === owner ? this.#one : this.#many?.get(owner);
@@ -213,16 +235,21 @@ export class HoldTable {
     request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
     const transient = this.ops.isTransient ?? isConnectionError;
     let left: number;
-    for (let n = 1; ; n++) {
-      try {
-        left = await this.#send(request);
-        break;
-      } catch (error) {
-        if (!transient(error)) throw error;
-        lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
-        if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
-        await sleep(25 * n);
+    lease.releasing++; // a renewal that runs after this release finds the key gone: not a loss
+    try {
+      for (let n = 1; ; n++) {
+        try {
+          left = await this.#send(request);
+          break;
+        } catch (error) {
+          if (!transient(error)) throw error;
+          lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
+          if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
+          await sleep(25 * n);
+        }
       }
+    } finally {
+      lease.releasing--;
     }
     hold.holds = Math.max(0, hold.holds - 1);
     if (left < 0 || lostBefore) {
@@ -251,7 +278,9 @@ export class HoldTable {
 
   /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */
   #giveUp(hold: Hold, error: unknown): never {
-    const abandoned: Abandoned = { freeBy: new Date(Date.now() + hold.lease.ttlMs), landed: false };
+    // a lease without end (a permit that persists until released) is never free by itself: the latest date there is
+    const ttl = hold.lease.ttlMs;
+    const abandoned: Abandoned = { freeBy: new Date(ttl === Infinity ? 8.64e15 : Date.now() + ttl), landed: false };
     hold.abandoned = abandoned;
     hold.holds = 0;
     hold.lease.lose('release-failed', error); // aborts the signal, forgets the hold
@@ -344,6 +373,21 @@ export class LeasedHeld extends Held {
    */
   extend(leaseMs: number): Promise<void> {
     return this.hold.table.extend(this.hold, leaseMs, this.released);
+  }
+
+  /** True while the watchdog renews the lease (false for a fixed lease, after {@link LeasedHeld.stopRefresh}, once released or lost). */
+  get refreshing(): boolean {
+    return this.hold.lease.renewing;
+  }
+
+  /**
+   * Stops the watchdog and keeps the hold on a fixed lease from now on (redis-semaphore's `stopRefresh`): it runs out
+   * one lease after the last renewal unless released or extended with {@link LeasedHeld.extend}; the `signal` then
+   * aborts with reason `expired`. The watchdog is per hold, so this stops it for every re-entry of this owner in this
+   * process. No Redis call; a no-op on a fixed lease, a released or a lost hold.
+   */
+  stopRefresh(): void {
+    this.hold.lease.fix();
   }
 
   /** @internal */

@@ -51,8 +51,12 @@ export class Lease implements Due {
   #timer: TimerEntry | undefined;
   #timerAt = Infinity;
   #stopped = false;
+  /** Releases of this hold in flight (see `#renew`). */
+  releasing = 0;
   /** Set once renewal was ended for good (a release that could not reach Redis): a late renewal reply changes nothing. */
   #renewalEnded = false;
+  /** Set by {@link Lease.fix}: the watchdog was stopped on purpose, so running out is an expiry, not a failed renewal. */
+  #fixed = false;
   /** The lease length Redis was last told to keep (the watchdog's, or the last `extend`). */
   #ttlMs: number;
 
@@ -60,7 +64,8 @@ export class Lease implements Due {
     this.#opts = opts;
     this.#ttlMs = opts.leaseMs;
     const first = opts.firstLeaseMs ?? opts.leaseMs;
-    this.#deadline = opts.sentAt + first - driftOf(first);
+    // An infinite lease (a permit that persists until released) has no deadline.
+    this.#deadline = first === Infinity ? Infinity : opts.sentAt + first - driftOf(first);
     this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
     this.#arm();
   }
@@ -103,6 +108,22 @@ export class Lease implements Due {
     this.#renewAt = Infinity;
   }
 
+  /** True while the watchdog renews this lease (not for a fixed lease, nor after {@link Lease.fix} or a failed release). */
+  get renewing(): boolean {
+    return this.#opts.renewEveryMs !== undefined && !this.#renewalEnded && !this.#stopped;
+  }
+
+  /**
+   * Stops the watchdog for good and keeps the lease fixed from now on: it runs out at the deadline of the last
+   * confirmed renewal unless extended (`extend`), and running out is then an `expired` loss. A renewal in flight
+   * still renews in Redis, but its reply no longer moves the deadline (the local deadline stays the earlier one).
+   */
+  fix(): void {
+    if (!this.renewing) return;
+    this.#fixed = true;
+    this.endRenewal();
+  }
+
   /**
    * Records that Redis confirmed a lease of `leaseMs` at a request sent at `sentAt`. Never shortens the deadline, unless
    * `exact` (an explicit `extend(ms)` that *set* a shorter TTL in Redis: the signal must fire before that one lapses).
@@ -110,7 +131,7 @@ export class Lease implements Due {
   confirm(sentAt: number, leaseMs: number, exact = false): void {
     if (this.#stopped) return;
     this.#ttlMs = leaseMs;
-    const deadline = sentAt + leaseMs - driftOf(leaseMs);
+    const deadline = leaseMs === Infinity ? Infinity : sentAt + leaseMs - driftOf(leaseMs);
     if (deadline > this.#deadline) {
       this.#deadline = deadline;
     } else if (exact && deadline < this.#deadline) {
@@ -156,7 +177,7 @@ export class Lease implements Due {
     if (this.#stopped) return;
     const t = now();
     if (t >= this.#deadline) {
-      this.lose(this.#opts.renewEveryMs === undefined ? 'expired' : 'renewal-failed');
+      this.lose(this.#opts.renewEveryMs === undefined || this.#fixed ? 'expired' : 'renewal-failed');
       return;
     }
     if (t >= this.#renewAt) void this.#renew();
@@ -171,6 +192,13 @@ export class Lease implements Due {
       const stillOurs = await this.#opts.renew(this.#opts.leaseMs);
       if (this.#stopped || this.#renewalEnded) return;
       if (!stillOurs) {
+        // A release of ours ran before this renewal did: the key is gone because we gave it up, not lost. The release
+        // settles the hold; if it leaves holds, renewal goes on.
+        if (this.releasing > 0) {
+          this.#renewAt = sentAt + every;
+          this.#arm();
+          return;
+        }
         this.lose(sentAt >= this.#deadline ? 'expired' : 'taken-over');
         return;
       }

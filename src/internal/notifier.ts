@@ -17,6 +17,8 @@ const IDLE_UNSUBSCRIBE_MS = 2000;
 interface Channel {
   name: string;
   listeners: Listener[];
+  /** Callbacks that see every message and take no wake from the waiters (see `Notifier.observe`). */
+  observers: Set<(message: string) => void>;
   subscribed: Promise<void>;
   idle: NodeJS.Timeout | undefined;
   /** Monotonic time until which the last attempt made here expected the resource to stay busy (its retry hint). */
@@ -145,6 +147,13 @@ export class Notifier {
   #onMessage(name: string, message: string): void {
     const channel = this.#channels.get(name);
     if (!channel) return;
+    for (const observer of channel.observers) {
+      try {
+        observer(message);
+      } catch {
+        /* a listener's bug must not stop the waiters' wake */
+      }
+    }
     if (message.startsWith('=')) {
       const tag = message.slice(1);
       for (const listener of channel.listeners) if (listener.tag === tag) listener.wake();
@@ -183,22 +192,7 @@ export class Notifier {
    * `tag` makes it the target of `=<tag>` messages.
    */
   async listen(name: string, tag?: string): Promise<Listener> {
-    if (this.#closed) throw new ClientClosedError();
-    let channel = this.#channels.get(name);
-    if (!channel) {
-      const subscribed = this.#connect().then((sub) => sub.subscribe(name));
-      const created: Channel = { name, listeners: [], subscribed, idle: undefined, busyUntil: 0 };
-      channel = created;
-      this.#channels.set(name, created);
-      // A failed subscription is retried by the next listener.
-      subscribed.catch(() => {
-        if (this.#channels.get(name) === created && created.listeners.length === 0) this.#channels.delete(name);
-      });
-    }
-    if (channel.idle) {
-      clearTimeout(channel.idle);
-      channel.idle = undefined;
-    }
+    const channel = this.#channel(name);
     const target = channel;
     const listener = new Listener(++this.#seq, (l) => this.#leave(target, l), tag);
     channel.listeners.push(listener);
@@ -215,6 +209,57 @@ export class Notifier {
     return listener;
   }
 
+  /** The channel `name`, subscribed (or being subscribed) on first use; an idle unsubscription pending is cancelled. */
+  #channel(name: string): Channel {
+    if (this.#closed) throw new ClientClosedError();
+    let channel = this.#channels.get(name);
+    if (!channel) {
+      const subscribed = this.#connect().then((sub) => sub.subscribe(name));
+      const created: Channel = { name, listeners: [], observers: new Set(), subscribed, idle: undefined, busyUntil: 0 };
+      channel = created;
+      this.#channels.set(name, created);
+      // A failed subscription is retried by the next listener.
+      subscribed.catch(() => {
+        if (this.#channels.get(name) === created && created.listeners.length === 0 && created.observers.size === 0) this.#channels.delete(name);
+      });
+    }
+    if (channel.idle) {
+      clearTimeout(channel.idle);
+      channel.idle = undefined;
+    }
+    return channel;
+  }
+
+  /**
+   * Calls `onMessage` with every message on `channel` until the returned function is called; resolves once the
+   * subscription is confirmed. An observer takes no wake from the waiters (a release still wakes as many of them as
+   * it says): for those that only want to know, such as `Lock.waitUntilFree` and `Lock.onRelease`.
+   */
+  async observe(name: string, onMessage: (message: string) => void): Promise<() => void> {
+    const channel = this.#channel(name);
+    // a distinct function per observer, so the same callback observed twice is two observers
+    const observer = (message: string): void => onMessage(message);
+    channel.observers.add(observer);
+    let done = false;
+    const stop = (): void => {
+      if (done) return;
+      done = true;
+      channel.observers.delete(observer);
+      this.#idleIfUnused(channel);
+    };
+    try {
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+    } catch (error) {
+      stop();
+      if (this.#channels.get(name) === channel && channel.listeners.length === 0 && channel.observers.size === 0) {
+        this.#channels.delete(name);
+        if (channel.idle) clearTimeout(channel.idle);
+      }
+      throw toHoldfastError(error, `subscribe ${name}`);
+    }
+    return stop;
+  }
+
   #leave(channel: Channel, listener: Listener): void {
     const i = channel.listeners.indexOf(listener);
     if (i >= 0) channel.listeners.splice(i, 1);
@@ -222,9 +267,14 @@ export class Notifier {
       // hand the wake it did not use to the next local waiter
       for (const next of channel.listeners) if (next.wake()) break;
     }
-    if (channel.listeners.length === 0 && !this.#closed) {
+    this.#idleIfUnused(channel);
+  }
+
+  /** Unsubscribes `channel` a little after its last waiter and observer left. */
+  #idleIfUnused(channel: Channel): void {
+    if (channel.listeners.length === 0 && channel.observers.size === 0 && !this.#closed && !channel.idle) {
       channel.idle = setTimeout(() => {
-        if (channel.listeners.length > 0 || this.#channels.get(channel.name) !== channel) return;
+        if (channel.listeners.length > 0 || channel.observers.size > 0 || this.#channels.get(channel.name) !== channel) return;
         this.#channels.delete(channel.name);
         this.#subscriber
           ?.then((sub) => sub.unsubscribe(channel.name))
@@ -270,6 +320,7 @@ export class Notifier {
     for (const channel of this.#channels.values()) {
       if (channel.idle) clearTimeout(channel.idle);
       for (const listener of [...channel.listeners]) listener.fail(new ClientClosedError());
+      channel.observers.clear();
     }
     this.#channels.clear();
     const sub = this.#subscriber;

@@ -21,7 +21,7 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, RedisConnectionError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
@@ -33,7 +33,7 @@ import { acquireParams } from '../internal/acquire.js';
 import { publishHandoff, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, type Hold } from '../internal/hold.js';
-import { HeldLock, lockScope, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
+import { adoptParams, HeldLock, lockScope, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -180,9 +180,27 @@ export class FairLock {
             (await core.run(scripts['fair-lock/release'], keys, [owner, core.settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0'])) as number;
         },
         releaseAll: (owner) => this.#releaseAll(owner),
+        inspectOwner: async (owner) => {
+          const info = await this.inspect();
+          // a hand-off not yet claimed (hold count 0) is the grantee's to claim, not a hold to adopt
+          return info.owner === owner && info.holdCount > 0 ? { holdCount: info.holdCount, token: info.token } : null;
+        },
       },
       core,
     );
+  }
+
+  /**
+   * Takes over the hold of owner `ownerId` (acquired with an explicit `owner` by another process, or by a client that
+   * is gone): same hold, same fencing token, no second hold count, renewal taken over here. See `Lock.adopt`.
+   * @throws {LockNotHeldError} when `ownerId` does not hold the lock
+   */
+  async adopt(ownerId: string, options?: AdoptOptions): Promise<HeldLock> {
+    const { owner, lease } = adoptParams(ownerId, options);
+    this.core.assertOpen();
+    const adopted = await this.#table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
+    if (!adopted) throw new LockNotHeldError(this.name, `fair lock "${this.name}" is not held by the owner to adopt`);
+    return new HeldLock(adopted.hold, adopted.holdCount);
   }
 
   /** The bound on how long a dead waiter can hold up the queue, in ms. */

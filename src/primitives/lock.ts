@@ -5,12 +5,14 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { acquireParams } from '../internal/acquire.js';
+import { onRelease, waitUntilFree, waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
+import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { withHeld } from '../internal/scope.js';
 import { traceAcquire } from '../internal/trace.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
@@ -45,6 +47,26 @@ export interface AcquireOptions {
 }
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
+
+/** Options of `adopt(ownerId, options)` on a lock, a read or write lock, or a permit. */
+export interface AdoptOptions {
+  /**
+   * A fixed lease in ms, set at once: the hold expires then unless released or extended, and no watchdog renews it.
+   * @default undefined: the watchdog of this client takes over, keeping a `watchdogLease` lease renewed every `watchdogInterval`
+   */
+  lease?: number;
+}
+
+/** @internal */
+export const ADOPT_KEYS = ['lease'] as const;
+
+/** @internal Checks `adopt`'s arguments: the owner id and the lease (`undefined`: the watchdog). */
+export function adoptParams(ownerId: unknown, options: unknown, what = 'ownerId'): { owner: string; lease: number | undefined } {
+  const owner = checkName(ownerId, what);
+  const opts = checkOptions<AdoptOptions>(options);
+  checkKnownKeys(opts, ADOPT_KEYS);
+  return { owner, lease: optDuration(opts.lease, 'options.lease') };
+}
 
 /**
  * How long a release reserves the freed lock for the longest-waiting waiter of another client, in ms: the time it
@@ -184,6 +206,48 @@ export class Lock {
     return (await this.core.run(scripts['lock/force-unlock'], [this.core.keys.lock(this.name)], [this.core.keys.channel(this.name)])) === 1;
   }
 
+  /**
+   * Takes over the hold of owner `ownerId` (a lock acquired with an explicit `owner`, by another process or by a
+   * client that is gone): same hold in Redis, same fencing token, no second hold count. The lease is set at once
+   * (the watchdog of this client, or `options.lease`), so renewal is taken over here; the adopter may `release()` it
+   * (one hold count, as any acquisition: for a lock taken once, that frees it). A holder that still renews keeps
+   * renewing the same key: stop it, or let it be gone. In a client that holds it already, this joins that hold (as a
+   * re-entry that adds no hold count), whose lease goes on as it was.
+   * @throws {LockNotHeldError} when `ownerId` does not hold the lock
+   */
+  async adopt(ownerId: string, options?: AdoptOptions): Promise<HeldLock> {
+    const { owner, lease } = adoptParams(ownerId, options);
+    this.core.assertOpen();
+    const adopted = await this.#table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
+    if (!adopted) throw new LockNotHeldError(this.name, `lock "${this.name}" is not held by the owner to adopt`);
+    return new HeldLock(adopted.hold, adopted.holdCount);
+  }
+
+  /**
+   * Waits until the lock is free, without taking it. Resolves `true` once it is free or a release of it is heard (it
+   * was free at that moment; someone may have taken it again since), `false` when `timeout` passes first. Woken by releases over pub/sub; an expiry publishes nothing,
+   * so the wait sleeps at most the holder's remaining lease before looking again.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(this.core, this.#ops.names().channel, async () => {
+      const info = await this.inspect();
+      // a lock a release reserved for a waiter (hold count 0) is held by nobody: free
+      return info.owner === null || info.holdCount === 0 ? null : (info.remainingTtl ?? -1);
+    }, timeout, signal);
+  }
+
+  /**
+   * Calls `listener` each time the lock is released (its last hold) or force-unlocked, by any process, until the
+   * returned function is called. Resolves once subscribed. An expiry publishes nothing and is not reported: use
+   * {@link Lock.waitUntilFree} to learn that a lock became free whichever way.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return onRelease(this.core, this.name, this.#ops.names().channel, listener);
+  }
+
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
   async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
@@ -306,6 +370,13 @@ class LockOps implements HoldOps {
     const keys = [key, core.keys.releaseMarker(this.name, core.requestId()), waiters];
     return async (retry) =>
       (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
+  }
+
+  /** Hold count and token of `owner` (for `adopt`); `null` when it holds nothing (a reservation for it is no hold). */
+  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const reply = (await this.core.run(scripts['lock/inspect'], [this.names().key, this.core.keys.fence(this.name)], [])) as [string | null, number, number];
+    const [holder, holdCount, token] = reply;
+    return holder === owner && holdCount > 0 ? { holdCount, token } : null;
   }
 
   releaseAll(owner: string): Promise<unknown> {

@@ -2,7 +2,12 @@
  * The permit-expirable semaphore: each acquisition is a lease with a random id, kept in a zset by expiry
  * (Redis time). Every operation first reclaims expired leases, so the permits of a process that died come back
  * within their lease. A permit without an explicit lease is kept alive by the watchdog, like a lock; any process
- * that knows a permit's id may release or extend it.
+ * that knows a permit's id may release or extend it. A permit taken with `persist: true` has no lease at all: it
+ * persists until released (by id, from anywhere), also when its holder dies.
+ *
+ * The semaphore itself persists, unless given a TTL (`trySetPermits(n, { ttl })`, `expire(ttl)`): its three keys then
+ * go together, with every permit in them. Zero permits is refused (`RangeError`): a permit id for nothing would be
+ * meaningless.
  *
  * @module
  */
@@ -13,9 +18,10 @@ import { now } from '../internal/clock.js';
 import { traceAcquire, type HeldFacts } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
-import { checkInt, checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import { adoptParams, type AdoptOptions } from './lock.js';
 import { checkPermitDelta, checkPermits, MAX_PERMITS, SEMAPHORE_RECHECK_MS } from './semaphore.js';
 
 /** Options of {@link PermitExpirableSemaphore.acquire}. */
@@ -32,9 +38,26 @@ export interface PermitAcquireOptions {
   lease?: number;
   /** Aborts the wait: the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * No lease at all: the permit persists until released (by its id, from any process), even when its holder dies,
+   * and no watchdog runs. Not with `lease`. `extend(ms)` gives it a lease.
+   * @default false
+   */
+  persist?: boolean;
 }
 
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'persist'] as const;
+
+/** Options of {@link PermitExpirableSemaphore.trySetPermits}. */
+export interface PermitSemaphoreSetOptions {
+  /**
+   * A TTL for the semaphore itself, in ms: it is deleted then with every permit in it (see {@link PermitExpirableSemaphore.expire}).
+   * @default undefined: the semaphore persists until deleted
+   */
+  ttl?: number;
+}
+
+const SET_KEYS = ['ttl'] as const;
 
 /** A permit id: 32 hex characters. */
 const ID_PATTERN = /^[0-9a-f]{32}$/;
@@ -78,11 +101,23 @@ export class Permit extends LeasedHeld {
     return this.hold.owner;
   }
 
+  /** Released already by id from this client (`release(id)`, `releaseMany`): not held, and not lost either. */
+  protected override releaseOnce(): Promise<void> {
+    const lease = this.hold.lease;
+    if (lease.done && !lease.lost && this.hold.holds === 0) {
+      return Promise.reject(new LockNotHeldError(this.name, `permit ${this.id} of "${this.name}" was already released by id`));
+    }
+    return super.releaseOnce();
+  }
+
   /** @internal */
   override diagnostics(): HeldFacts {
     return { ...super.diagnostics(), holdCount: undefined, permits: this.permits };
   }
 }
+
+/** Most permits one `acquireEach` or `releaseMany` call handles (the ids travel as script arguments). */
+export const MAX_PERMIT_IDS = 1000;
 
 /**
  * A semaphore whose permits are leases, from `holdfast.permitExpirableSemaphore(name)`.
@@ -113,6 +148,11 @@ export class PermitExpirableSemaphore {
         // a permit is released whole: 0 permits back means it was not held (-1 for the engine)
         releaseRequest: (id) => async () => ((await this.#releaseById(id)) > 0 ? 0 : -1),
         releaseAll: (id) => this.#releaseById(id),
+        inspectOwner: async (id) => {
+          const reply = (await this.core.run(scripts['psem/state'], this.#keys, [this.#channel, id])) as number[];
+          const weight = reply[4] ?? 0;
+          return weight > 0 ? { holdCount: weight, token: 0 } : null;
+        },
       },
       core,
     );
@@ -126,19 +166,62 @@ export class PermitExpirableSemaphore {
     return this.core.keys.permitsChannel(this.name);
   }
 
-  /** Sets the number of free permits if the semaphore does not exist yet. @returns true when set */
-  async trySetPermits(permits: number): Promise<boolean> {
+  /**
+   * Sets the number of free permits if the semaphore does not exist yet, optionally with a TTL of its own.
+   * @returns true when set
+   */
+  async trySetPermits(permits: number, options?: PermitSemaphoreSetOptions): Promise<boolean> {
+    const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
+    const opts = checkOptions<PermitSemaphoreSetOptions>(options);
+    checkKnownKeys(opts, SET_KEYS);
+    const ttl = optDuration(opts.ttl, 'options.ttl');
+    this.core.assertOpen();
+    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'nx', ttl ?? 0])) as number[];
+    return reply[0] === 1;
+  }
+
+  /**
+   * Sets the total number of permits (free + held by live leases), whether or not the semaphore exists (Redisson's
+   * `setPermits`): the free count becomes `permits − held`, below zero while more are held than the new total (held
+   * permits are never taken back; they return to a smaller pool). Keeps the semaphore's TTL, if it has one.
+   * @returns the free permits now
+   */
+  async setPermits(permits: number): Promise<number> {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'nx'])) as number[];
-    return reply[0] === 1;
+    return (await this.core.run(scripts['psem/set'], this.#keys, [n, this.#channel])) as number;
+  }
+
+  /**
+   * Gives the semaphore a TTL of its own, in ms: it is deleted then with every permit in it (holders' signals abort
+   * at their next renewal or lease end). Permits taken later share it.
+   * @returns false when the semaphore does not exist (nothing done)
+   */
+  async expire(ttl: number): Promise<boolean> {
+    const ms = checkDuration(ttl, 'ttl');
+    this.core.assertOpen();
+    return (await this.core.run(scripts['psem/expire'], this.#keys, [ms])) === 1;
+  }
+
+  /** Takes the semaphore's own TTL away: it persists again. @returns false when it does not exist */
+  async persist(): Promise<boolean> {
+    this.core.assertOpen();
+    return (await this.core.run(scripts['psem/expire'], this.#keys, ['0'])) === 1;
+  }
+
+  /** ms until the semaphore itself expires, or `null` when it has no TTL of its own (or does not exist). */
+  async remainingTtl(): Promise<number | null> {
+    this.core.assertOpen();
+    const key = this.core.keys.permits(this.name);
+    const pttl = Number(await this.core.command(['PTTL', key], key));
+    return pttl < 0 ? null : pttl;
   }
 
   /** Adds free permits (negative removes them). @returns the free permits after */
   async addPermits(permits: number): Promise<number> {
     const n = checkPermitDelta(permits);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'add'])) as number[];
+    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'add', 0])) as number[];
     return reply[1] ?? 0;
   }
 
@@ -159,13 +242,13 @@ export class PermitExpirableSemaphore {
     return { name: this.name, available: available ?? 0, acquired: acquired ?? 0, leases: leases ?? 0 };
   }
 
-  /** ms left on the lease of permit `permitId`, or `null` when it is not held. */
+  /** ms left on the lease of permit `permitId`, `Infinity` for a permit without a lease, or `null` when it is not held. */
   async remainingLease(permitId: string): Promise<number | null> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
     const reply = (await this.core.run(scripts['psem/state'], this.#keys, [this.#channel, id])) as number[];
     const left = reply[3] ?? -2;
-    return left < 0 ? null : left;
+    return left === -3 ? Infinity : left < 0 ? null : left;
   }
 
   /**
@@ -179,7 +262,7 @@ export class PermitExpirableSemaphore {
 
   /** One attempt (or a wait of at most `timeout` ms): the permit, or `null` when not enough are free. */
   tryAcquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit | null> {
-    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace));
+    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace)) as Promise<Permit | null>;
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards. `fn` gets the permit (its `signal`). */
@@ -187,6 +270,76 @@ export class PermitExpirableSemaphore {
     if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
     await using permit = await this.acquire(permits, options);
     return await fn(permit);
+  }
+
+  /**
+   * Takes `permits` permits, one per lease, each with its own id (Redisson's `acquire(n)` that returns n ids): all or
+   * none, at once. Release them one by one (`permit.release()`), by id, or several at once with
+   * {@link PermitExpirableSemaphore.releaseMany}. Each has its own lease (and watchdog, without `lease`).
+   * @param permits how many, at most {@link MAX_PERMIT_IDS}
+   * @throws {AcquireTimeoutError} when `timeout` passes first
+   */
+  async acquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[]> {
+    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace, true))) as Permit[];
+  }
+
+  /** One attempt (or a wait of at most `timeout` ms) of {@link PermitExpirableSemaphore.acquireEach}: the permits, or `null`. */
+  tryAcquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[] | null> {
+    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace, true)) as Promise<Permit[] | null>;
+  }
+
+  /**
+   * Releases several permits (ids or `Permit`s) all or nothing: when one is not held, none is released.
+   * @throws {LockNotHeldError} when one of them is not held (released, expired or unknown); nothing was released
+   */
+  async releaseMany(permits: readonly (string | Permit)[]): Promise<void> {
+    const ids = this.#ids(permits);
+    this.core.assertOpen();
+    const [released] = (await this.core.run(scripts['psem/release-many'], this.#keys, ['all', this.#channel, ...ids])) as number[];
+    if ((released ?? 0) < 0) {
+      throw new LockNotHeldError(this.name, `${-(released ?? 0)} of ${ids.length} permits of "${this.name}" are not held: none was released`);
+    }
+    for (const id of ids) this.#settleLocal(id);
+  }
+
+  /** Releases every one of several permits (ids or `Permit`s) that is held. @returns how many were released */
+  async tryReleaseMany(permits: readonly (string | Permit)[]): Promise<number> {
+    const ids = this.#ids(permits);
+    this.core.assertOpen();
+    const [released] = (await this.core.run(scripts['psem/release-many'], this.#keys, ['any', this.#channel, ...ids])) as number[];
+    for (const id of ids) this.#settleLocal(id);
+    return released ?? 0;
+  }
+
+  /**
+   * Takes over permit `permitId` (taken by another process, or by a client that is gone): same lease id and permits,
+   * renewal taken over here (this client's watchdog, or `options.lease` set at once); the adopter may release it.
+   * @throws {LockNotHeldError} when no such permit is held
+   */
+  async adopt(permitId: string, options?: AdoptOptions): Promise<Permit> {
+    const { owner: id, lease } = adoptParams(permitId, options, 'permitId');
+    checkPermitId(id);
+    this.core.assertOpen();
+    const adopted = await this.#table.adopt(id, lease ?? this.core.settings.watchdogLease, lease === undefined);
+    if (!adopted) throw new LockNotHeldError(this.name, `permit ${id} of "${this.name}" is not held`);
+    return new Permit(adopted.hold, this, adopted.holdCount);
+  }
+
+  #ids(permits: unknown): string[] {
+    if (!Array.isArray(permits)) throw new TypeError('permits must be an array of permit ids or Permit objects');
+    if (permits.length === 0 || permits.length > MAX_PERMIT_IDS) throw new RangeError(`permits must hold 1 to ${MAX_PERMIT_IDS} permits, got ${permits.length}`);
+    const ids = permits.map((p: unknown) => (p instanceof Permit ? p.id : checkPermitId(p)));
+    if (new Set(ids).size !== ids.length) throw new RangeError('permits must not name the same permit twice');
+    return ids;
+  }
+
+  /** A permit of this client released by id: its watchdog stops, and its `release()` has nothing left to do. */
+  #settleLocal(id: string): void {
+    const hold = this.#table.get(id);
+    if (!hold) return;
+    hold.holds = 0;
+    hold.lease.stop();
+    this.#table.forget(hold);
   }
 
   /**
@@ -203,7 +356,9 @@ export class PermitExpirableSemaphore {
   async tryRelease(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
-    return (await this.#releaseById(id)) > 0;
+    const released = (await this.#releaseById(id)) > 0;
+    this.#settleLocal(id);
+    return released;
   }
 
   /** Sets permit `permitId`'s lease to `leaseMs` from now. @returns false when no such permit is held */
@@ -225,36 +380,55 @@ export class PermitExpirableSemaphore {
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(permits: unknown, options: PermitAcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<Permit | null> {
-    const n = checkPermits(permits);
+  async #acquire(
+    permits: unknown,
+    options: PermitAcquireOptions | undefined,
+    required: boolean,
+    trace: AcquireContext | undefined,
+    each = false,
+  ): Promise<Permit | Permit[] | null> {
+    const n = each ? checkInt(permits, 'permits', 1, MAX_PERMIT_IDS) : checkPermits(permits);
     const opts = checkOptions<PermitAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const fixedLease = optDuration(opts.lease, 'options.lease');
     const signal = optSignal(opts.signal, 'options.signal');
+    const persist = optBoolean(opts.persist, 'options.persist') ?? false;
+    if (persist && fixedLease !== undefined) throw new TypeError('options.persist and options.lease exclude each other: a permit that persists has no lease');
     this.core.assertOpen();
     const core = this.core;
     const ready = core.ready();
     if (ready) await ready;
-    const leaseMs = fixedLease ?? core.settings.watchdogLease;
-    const permit = await waitFor(core, {
+    const leaseMs = persist ? Infinity : (fixedLease ?? core.settings.watchdogLease);
+    const watchdog = !persist && fixedLease === undefined;
+    const leaseArg = persist ? 'inf' : leaseMs;
+    const permit = await waitFor<Permit | Permit[]>(core, {
       name: this.name,
       channel: this.#channel,
       timeout,
       signal,
       trace,
       attempt: async (budget) => {
-        const id = randomBytes(16).toString('hex');
+        const ids = Array.from({ length: each ? n : 1 }, () => randomBytes(16).toString('hex'));
         const sentAt = now();
         let reply: number[];
         try {
-          reply = (await core.run(scripts['psem/acquire'], this.#keys, [id, n, leaseMs, this.#channel], budget)) as number[];
+          reply = (
+            each
+              ? await core.run(scripts['psem/acquire-each'], this.#keys, [leaseArg, this.#channel, ...ids], budget)
+              : await core.run(scripts['psem/acquire'], this.#keys, [ids[0] as string, n, leaseArg, this.#channel], budget)
+          ) as number[];
         } catch (error) {
-          // The reply was lost: the permit may be ours in Redis. Give it back; its lease bounds it anyway.
-          if (error instanceof RedisConnectionError) this.#releaseById(id).catch(() => {});
+          // The reply was lost: the permits may be ours in Redis. Give them back; their lease bounds them anyway.
+          if (error instanceof RedisConnectionError) {
+            core.run(scripts['psem/release-many'], this.#keys, ['any', this.#channel, ...ids]).catch(() => {});
+          }
           throw error;
         }
-        if (reply[0] === 1) return { done: true, value: new Permit(this.#table.held(id, 0, sentAt, leaseMs, fixedLease === undefined), this, n) };
+        if (reply[0] === 1) {
+          const taken = ids.map((id) => new Permit(this.#table.held(id, 0, sentAt, leaseMs, watchdog), this, each ? 1 : n));
+          return { done: true, value: each ? taken : (taken[0] as Permit) };
+        }
         const hint = reply[1] ?? -1;
         return { done: false, retryInMs: hint < 0 ? SEMAPHORE_RECHECK_MS : Math.min(hint, SEMAPHORE_RECHECK_MS) };
       },

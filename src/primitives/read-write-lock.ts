@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
@@ -25,10 +26,10 @@ import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from 
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
-import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
+import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import type { AcquireOptions } from './lock.js';
+import { adoptParams, type AcquireOptions, type AdoptOptions } from './lock.js';
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
 
@@ -67,8 +68,39 @@ export interface ReadWriteLockInfo {
   lastToken: number;
 }
 
+/** Options of `isHeld` and `holdCount` on either side of a read-write lock. */
+export interface HeldByOptions {
+  /**
+   * The owner id to ask about.
+   * @default the owner this async call chain holds the lock under (inside `withLock` of this name), if any
+   */
+  owner?: string;
+}
+
+const HELD_BY_KEYS = ['owner'] as const;
+
+/** One reader of a read-write lock, as `ReadLock.readers()` reports it. */
+export interface ReaderInfo {
+  /** The first 12 hex digits of the SHA-1 of the reader's owner id: tells readers apart, never reveals the id. */
+  fingerprint: string;
+  /** The reader's hold count (re-entries). */
+  holdCount: number;
+  /** ms until the reader's lease runs out. */
+  remainingTtl: number;
+}
+
+/** The fingerprint `ReadLock.readers()` reports for `owner`: the first 12 hex digits of the SHA-1 of the id. */
+export function ownerFingerprint(owner: string): string {
+  return createHash('sha1').update(checkName(owner, 'owner')).digest('hex').slice(0, 12);
+}
+
 /** One acquisition of the read lock. Release it once (`release()` or `await using`). */
-export class HeldReadLock extends LeasedHeld {}
+export class HeldReadLock extends LeasedHeld {
+  /** The fingerprint of this hold's owner, as `ReadLock.readers()` lists it. */
+  get fingerprint(): string {
+    return ownerFingerprint(this.owner);
+  }
+}
 
 /** One acquisition of the write lock, with its fencing token. Release it once (`release()` or `await using`). */
 export class HeldWriteLock extends LeasedHeld {
@@ -147,6 +179,49 @@ abstract class Side<H extends LeasedHeld> {
   protected giveUp(_owner: string): Promise<void> {
     return Promise.resolve();
   }
+  /** What `owner` holds of this side in Redis: hold count and token, or `null` when nothing. */
+  protected abstract heldBy(owner: string): Promise<{ holdCount: number; token: number } | null>;
+
+  /** The owner asked about: `options.owner`, else the one this async call chain holds the lock under, if any. */
+  #askedOwner(options: unknown): string | undefined {
+    const opts = checkOptions<HeldByOptions>(options);
+    checkKnownKeys(opts, HELD_BY_KEYS);
+    if (opts.owner !== undefined) return checkName(opts.owner, 'options.owner');
+    const inherited = this.core.context.getStore()?.get(this.rw.contextKey);
+    return inherited?.active() ? inherited.owner : undefined;
+  }
+
+  /**
+   * The hold count of an owner on this side in Redis (0 when it holds nothing): `options.owner`, or the owner this
+   * async call chain holds the lock under (Redisson's `getHoldCount`: 0 outside `withLock`).
+   */
+  async holdCount(options?: HeldByOptions): Promise<number> {
+    const owner = this.#askedOwner(options);
+    this.core.assertOpen();
+    return owner === undefined ? 0 : ((await this.heldBy(owner))?.holdCount ?? 0);
+  }
+
+  /**
+   * True when an owner holds this side: `options.owner`, or the owner this async call chain holds the lock under
+   * (Redisson's `isHeldByCurrentThread`: false outside `withLock`).
+   */
+  async isHeld(options?: HeldByOptions): Promise<boolean> {
+    return (await this.holdCount(options)) > 0;
+  }
+
+  /**
+   * Takes over the hold of owner `ownerId` on this side (taken with an explicit `owner` by another process, or by a
+   * client that is gone): same hold, no second hold count, renewal taken over here (this client's watchdog, or
+   * `options.lease` set at once); the adopter may release it. See `Lock.adopt`.
+   * @throws {LockNotHeldError} when `ownerId` holds nothing on this side
+   */
+  async adopt(ownerId: string, options?: AdoptOptions): Promise<H> {
+    const { owner, lease } = adoptParams(ownerId, options);
+    this.core.assertOpen();
+    const adopted = await this.table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
+    if (!adopted) throw new LockNotHeldError(this.name, `${this.table.ops.kind} "${this.name}" is not held by the owner to adopt`);
+    return this.wrap(adopted.hold, adopted.holdCount);
+  }
 
   /**
    * Waits for the lock and returns the held lock.
@@ -219,11 +294,45 @@ export class ReadLock extends Side<HeldReadLock> {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
+      inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
         core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
       ),
     };
   }
+  /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
+  async #readers(owner: string): Promise<unknown[]> {
+    const k = this.core.keys;
+    return (await this.core.run(scripts['rw/readers'], [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)], [owner])) as unknown[];
+  }
+  protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const count = Number((await this.#readers(owner))[0]);
+    return count > 0 ? { holdCount: count, token: 0 } : null;
+  }
+
+  /**
+   * Who holds the read lock now: each reader's owner fingerprint (never the owner id), hold count and remaining
+   * lease, longest lease first. Compare with `HeldReadLock.fingerprint` or `ownerFingerprint(ownerId)`.
+   */
+  async readers(): Promise<ReaderInfo[]> {
+    this.core.assertOpen();
+    const reply = await this.#readers('');
+    const readers: ReaderInfo[] = [];
+    for (let i = 2; i + 2 < reply.length; i += 3) {
+      readers.push({ fingerprint: String(reply[i]), holdCount: Number(reply[i + 1]), remainingTtl: Number(reply[i + 2]) });
+    }
+    return readers;
+  }
+
+  /**
+   * ms until the last reader's lease runs out (Redisson's `remainTimeToLive` on the read lock), or `null` when nobody
+   * holds the read lock.
+   */
+  async remainingTtl(): Promise<number | null> {
+    const readers = await this.readers();
+    return readers[0]?.remainingTtl ?? null;
+  }
+
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
     const k = this.core.keys;
     const reply = (await this.core.run(
@@ -261,11 +370,22 @@ export class WriteLock extends Side<HeldWriteLock> {
       name,
       kind,
       renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
+      inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
         core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
       ),
     };
   }
+  protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const info = await this.rw.inspect();
+    return info.writer === owner ? { holdCount: info.writeHoldCount, token: info.token } : null;
+  }
+
+  /** ms until the writer's lease runs out, or `null` when nobody holds the write lock. */
+  async remainingTtl(): Promise<number | null> {
+    return (await this.rw.inspect()).remainingTtl;
+  }
+
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
     const k = this.core.keys;
     const intent = this.rw.writerIntent;
@@ -342,6 +462,19 @@ export class ReadWriteLock {
   /** The write side: exclusive. */
   writeLock(): WriteLock {
     return this.#write;
+  }
+
+  /**
+   * Deletes the writer and every reader whoever holds them, and wakes every waiter (waiting writers keep their place
+   * before new readers). The holders' signals abort at their next renewal (watchdog) or lease end. For operators:
+   * prefer letting leases expire.
+   * @returns true when a writer or a reader was deleted
+   */
+  async forceUnlock(): Promise<boolean> {
+    this.core.assertOpen();
+    const k = this.core.keys;
+    const keys = [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)];
+    return (await this.core.run(scripts['rw/force-unlock'], keys, [k.rwChannel(this.name)])) === 1;
   }
 
   /** Reads writer, readers and waiting writers in one step. */

@@ -31,6 +31,7 @@ import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
 import { decodeAcquire, type AcquireReply } from './lock.js';
 import { Holdfast, toTransport } from '../holdfast.js';
+import { RedlockSemaphore, type RedlockSemaphoreOptions } from './redlock-semaphore.js';
 
 /** Options of {@link Redlock}. */
 export interface RedlockOptions {
@@ -187,6 +188,14 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   /** A handle on the Redlock `name` (cheap; no Redis call). */
   lock(name: string): RedlockLock {
     return new RedlockLock(this, checkName(name));
+  }
+
+  /**
+   * A handle on the Redlock semaphore `name` with `options.permits` permits over these nodes (cheap; no Redis call):
+   * a permit is held while a majority holds it (see {@link RedlockSemaphore} for why it is built from permit slots).
+   */
+  semaphore(name: string, options: RedlockSemaphoreOptions): RedlockSemaphore {
+    return new RedlockSemaphore(this, checkName(name), options);
   }
 
   /** True once `close()` was called. */

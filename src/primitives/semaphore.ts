@@ -5,6 +5,9 @@
  * Permits have no owner and no lease (as in Redisson): any caller may release, and permits taken by a process
  * that dies are gone until someone adds them back. When that matters, use the {@link PermitExpirableSemaphore}.
  *
+ * Zero permits is a no-op, as in Redisson: `acquire(0)` / `tryAcquire(0)` return at once with an empty hold (no Redis
+ * call), `release(0)` gives nothing back and returns the free permits.
+ *
  * @module
  */
 import type { Closable, Core } from '../core.js';
@@ -35,6 +38,18 @@ export interface SemaphoreAcquireOptions {
 
 const ACQUIRE_KEYS = ['timeout', 'signal'] as const;
 
+/** Options of {@link Semaphore.trySetPermits}. */
+export interface SemaphoreSetOptions {
+  /**
+   * A TTL for the semaphore, in ms: it is deleted then (with its permits), whoever holds some. Acquiring and
+   * releasing keep the TTL; a release after it ran out creates nothing (see `SemaphorePermits.release`).
+   * @default undefined: the semaphore persists until deleted
+   */
+  ttl?: number;
+}
+
+const SET_KEYS = ['ttl'] as const;
+
 /**
  * Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing.
  * `holdfast.close()` releases the ones still held.
@@ -58,20 +73,24 @@ export class SemaphorePermits extends Held implements Closable {
     return { kind: 'semaphore', name: this.semaphore.name, permits: this.permits };
   }
 
-  /** Gives the permits back and wakes waiters. */
+  /**
+   * Gives the permits back and wakes waiters; when the semaphore was deleted (or its TTL ran out) meanwhile, gives
+   * nothing back and does not create it again (`releaseIfExists`).
+   */
   protected async releaseOnce(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || this.permits === 0) return;
     this.semaphore.core.holds.delete(this);
-    await this.semaphore.release(this.permits);
+    await this.semaphore.releaseIfExists(this.permits);
   }
 
   /** @internal */
   async closeHold(): Promise<void> {
-    if (this.released || this.#closed) return;
+    if (this.released || this.#closed || this.permits === 0) return;
     this.#closed = true;
     await this.semaphore.core.run(scripts['sem/release'], [this.semaphore.core.keys.semaphore(this.semaphore.name)], [
       this.permits,
       this.semaphore.core.keys.semaphoreChannel(this.semaphore.name),
+      '1',
     ]);
   }
 }
@@ -116,15 +135,27 @@ export class Semaphore {
     return this.core.keys.semaphoreChannel(this.name);
   }
 
-  /** Sets the number of permits if the semaphore does not exist yet. @returns true when set */
-  async trySetPermits(permits: number): Promise<boolean> {
+  /**
+   * Sets the number of permits if the semaphore does not exist yet, optionally with a TTL (`options.ttl`, in ms).
+   * @returns true when set
+   */
+  async trySetPermits(permits: number, options?: SemaphoreSetOptions): Promise<boolean> {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
+    const opts = checkOptions<SemaphoreSetOptions>(options, 'options');
+    checkKnownKeys(opts, SET_KEYS);
+    const ttl = optDuration(opts.ttl, 'options.ttl');
     this.core.assertOpen();
-    return (await this.core.run(scripts['sem/try-set'], [this.#key], [n, this.#channel])) === 1;
+    return (await this.core.run(scripts['sem/try-set'], [this.#key], [n, this.#channel, ttl ?? 0])) === 1;
+  }
+
+  /** True when the semaphore exists in Redis (set, and neither deleted nor expired). */
+  async exists(): Promise<boolean> {
+    this.core.assertOpen();
+    return Number(await this.core.command(['EXISTS', this.#key], this.#key)) === 1;
   }
 
   /**
-   * Waits until `permits` are free and takes them.
+   * Waits until `permits` are free and takes them. `acquire(0)` returns an empty hold at once.
    * @param permits how many @default 1
    * @throws {AcquireTimeoutError} when `timeout` passes first
    * @throws the signal's reason when `signal` aborts
@@ -149,21 +180,38 @@ export class Semaphore {
   }
 
   /**
-   * Gives `permits` back (any caller may) and wakes waiters.
+   * Gives `permits` back (any caller may) and wakes waiters. Creates the semaphore (without a TTL) when it does not
+   * exist; {@link Semaphore.releaseIfExists} does not. `release(0)` changes nothing.
    * @param permits how many @default 1
    * @returns the free permits after the release
    */
   async release(permits = 1): Promise<number> {
-    const n = checkPermits(permits);
+    const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
-    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel])) as number;
+    if (n === 0) return this.availablePermits();
+    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0'])) as number;
+  }
+
+  /**
+   * Gives `permits` back only if the semaphore exists: on a deleted (or expired) semaphore it does nothing and does
+   * not create it again (redis-semaphore's and Redisson's release of a semaphore that is gone). `releaseIfExists(0)`
+   * changes nothing.
+   * @param permits how many @default 1
+   * @returns the free permits after the release, or `null` when the semaphore does not exist
+   */
+  async releaseIfExists(permits = 1): Promise<number | null> {
+    const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
+    this.core.assertOpen();
+    if (n === 0) return (await this.exists()) ? this.availablePermits() : null;
+    const free = (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '1'])) as number;
+    return free < 0 ? null : free;
   }
 
   /** Adds permits (a negative number removes them; the count may go below zero). @returns the free permits after */
   async addPermits(permits: number): Promise<number> {
     const n = checkPermitDelta(permits);
     this.core.assertOpen();
-    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel])) as number;
+    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0'])) as number;
   }
 
   /** The number of free permits now. */
@@ -187,12 +235,16 @@ export class Semaphore {
 
   /** `required` (acquire): no default time limit, and the time running out is an `AcquireTimeoutError`. */
   async #acquire(permits: unknown, options: SemaphoreAcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<SemaphorePermits | null> {
-    const n = checkPermits(permits);
+    const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     const opts = checkOptions<SemaphoreAcquireOptions>(options);
     checkKnownKeys(opts, ACQUIRE_KEYS);
     const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
     const signal = optSignal(opts.signal, 'options.signal');
     this.core.assertOpen();
+    if (n === 0) {
+      signal?.throwIfAborted();
+      return new SemaphorePermits(this, 0); // zero permits: nothing to take, nothing to give back (Redisson's no-op)
+    }
     const ready = this.core.ready();
     if (ready) await ready;
     const taken = await waitFor(this.core, {

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type RedisTransport } from '../../src/index.js';
+import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type RedisTransport } from '../../src/index.js';
 import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
@@ -158,17 +158,19 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
 /**
  * holdfast's real {@link Redlock} over N independent redis-servers (one client per node, of the worker's adapter kind).
  * Fixed lease or watchdog; the watchdog's quorum renewals are reported through `hooks.onRenewed` by watching the
- * lease's deadline move after a renew reply (observing, never changing, what Redlock sends).
+ * lease's deadline move after a renew reply (observing, never changing, what Redlock sends). With `permits`: one
+ * permit per grant of the Redlock semaphore of that many permits (token 0: a semaphore has no fencing token).
  */
-export async function redlockBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
+export async function redlockBackend(config: BackendConfig, hooks: BackendHooks, permits?: number): Promise<LockBackend> {
   const clients = await Promise.all(config.urls.map((url) => connectClient(config.adapter, url)));
   const offset = perfOffset();
   const drift = driftOf(config.leaseMs);
   const lockKey = `${config.prefix}{${config.lock}}:lock`;
-  let current: HeldRedlock | undefined;
+  const slotKeys = `${config.prefix}{${config.lock}}:qsem:`;
+  let current: HeldRedlock | HeldRedlockPermits | undefined;
   let reported = 0;
   const watch = (keys: readonly string[], reply: Promise<unknown>): void => {
-    if (!config.watchdog || keys[0] !== lockKey) return;
+    if (!config.watchdog || (keys[0] !== lockKey && !(permits !== undefined && keys[0]?.startsWith(slotKeys)))) return;
     const held = current;
     reply.then(
       () =>
@@ -211,13 +213,15 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks)
     ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
   });
   const lock = redlock.lock(config.lock);
+  const semaphore = permits === undefined ? undefined : redlock.semaphore(config.lock, { permits });
   return {
     async acquire({ timeoutMs, signal }) {
-      const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
+      const options = { timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) };
+      const held = semaphore ? await semaphore.acquire(1, options) : await lock.acquire(options);
       current = held;
       reported = held.hold.lease.deadline;
       return {
-        token: held.token,
+        token: 'token' in held ? held.token : 0,
         leaseMs: config.leaseMs,
         // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
         sendRef: held.hold.lease.deadline + offset - config.leaseMs + drift,

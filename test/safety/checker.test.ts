@@ -342,3 +342,51 @@ void describe('resource oracles', () => {
     assert.equal(r.lostFenced, 1);
   });
 });
+
+void describe('interval checker with a permit count (semaphores)', () => {
+  const two: CheckOptions = { ...opts, permits: 2, tokenScope: 'none' };
+
+  void test('as many holders as permits is no violation', () => {
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 0, rel: 500 }), ...grant({ w: 'b', ok: 200, token: 0, rel: 600 }), ...grant({ w: 'c', ok: 550, token: 0, rel: 700 })], two);
+    assert.deepEqual(r.overlaps, []);
+    assert.deepEqual(r.counts, { expected: 0, ambiguous: 0, bug: 0 });
+  });
+
+  void test('one holder more than permits is a bug, judged on the whole group', () => {
+    const r = checkHistory(
+      [...grant({ w: 'a', ok: 100, token: 0, rel: 500 }), ...grant({ w: 'b', ok: 200, token: 0, rel: 450 }), ...grant({ w: 'c', ok: 300, token: 0, rel: 700 })],
+      two,
+    );
+    assert.equal(r.overlaps.length, 1);
+    const o = r.overlaps[0]!;
+    assert.equal(o.verdict, 'bug');
+    assert.equal(o.reason, 'claims-overlap');
+    assert.equal(o.second, 'c#1');
+    assert.equal(o.first, 'b#1', 'the claim that ended first');
+    assert.deepEqual(new Set(o.group), new Set(['a#1', 'b#1']));
+    assert.equal(o.overlapMs, 150);
+  });
+
+  void test('the same worker never counts twice, and a data loss explains the extra holder', () => {
+    const r = checkHistory(
+      [
+        ...grant({ w: 'a', ok: 100, token: 0, uses: [[110, 700]], rel: 150 }),
+        ...grant({ w: 'a', n: 2, ok: 160, token: 0, rel: 600 }),
+        ...grant({ w: 'b', ok: 200, token: 0, rel: 600 }),
+      ],
+      two,
+    );
+    assert.deepEqual(r.overlaps, [], "a's two grants are one worker: two holders");
+    const lost = checkHistory(
+      [
+        ...grant({ w: 'a', ok: 100, token: 0, rel: 500 }),
+        ...grant({ w: 'b', ok: 120, token: 0, rel: 500 }),
+        nemesis({ kind: 'restart-server', target: 'n', from: 150, to: 160, dataLoss: true }),
+        ...grant({ w: 'c', ok: 200, token: 0, rel: 500 }),
+      ],
+      two,
+    );
+    assert.equal(lost.overlaps[0]?.verdict, 'expected');
+    assert.equal(lost.overlaps[0]?.reason, 'data-loss');
+  });
+});

@@ -4,7 +4,9 @@
  * - **Interval checker.** Each grant g owns `[start, end]`: `start` = its `acq.ok`; its *claim* ends at
  *   `min(rel.inv, validUntil, lost, kill of its worker)`; `end` = `max(claim end, end of its last use)` (a use that
  *   runs past the claim is still the worker acting as owner). Two grants of one lock whose intervals overlap by more
- *   than the timing uncertainty (`2 × uncertaintyMs`) are a violation; less is ambiguous. Every violation is
+ *   than the timing uncertainty (`2 × uncertaintyMs`) are a violation; less is ambiguous. For a semaphore of
+ *   `permits` permits (one per grant), the violation is `permits + 1` grants of different workers at once: a grant
+ *   that starts while `permits` others still run, judged (overlap, claims, culprit) on that whole group. Every violation is
  *   classified: **expected** when a timing assumption was broken — the lock server lost its data, or the earlier
  *   holder was paused across its own deadline, or its critical section overran the margin it checked for — and a
  *   **bug** otherwise. Claims (what the library promised) may only overlap after data loss.
@@ -41,6 +43,8 @@ export interface CheckOptions {
    * @default 'single'
    */
   tokenScope?: 'single' | 'quorum' | 'none';
+  /** How many grants of one lock may run at once (a semaphore's permits, one per grant). @default 1 (mutual exclusion) */
+  permits?: number;
 }
 
 /** One grant as the checker sees it. */
@@ -67,6 +71,11 @@ export interface Overlap {
   first: string;
   second: string;
   overlapMs: number;
+  /**
+   * With `permits` > 1: every grant of the group that ran at once with `second` (`first` is the one whose claim ended
+   * first), `permits` of them.
+   */
+  group?: string[];
   /** True when the claims themselves overlapped (not only a use past its claim). */
   claims: boolean;
   verdict: 'expected' | 'bug' | 'ambiguous';
@@ -189,47 +198,68 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
   const byLock = new Map<string, Grant[]>();
   for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
 
+  const permits = opts.permits ?? 1;
+  /** Judges `group` (grants still running) and `h` (starting) at once, overlapping for `overlapMs`. */
+  const judge = (lock: string, group: Grant[], h: Grant, overlapMs: number): Overlap => {
+    const claimOverlap = Math.min(h.claimEnd, ...group.map((g) => g.claimEnd)) - h.start;
+    const claims = claimOverlap > 2 * u;
+    // the grant whose claim ended first (with one other grant: `g` unless `h`'s claim ended before `g`'s)
+    const culprit = [...group, h].reduce((a, b) => (b.claimEnd < a.claimEnd ? b : a));
+    const first = group.reduce((a, b) => (b.claimEnd < a.claimEnd ? b : a));
+    let verdict: Overlap['verdict'];
+    let reason: Overlap['reason'];
+    if (overlapMs <= 2 * u) {
+      verdict = 'ambiguous';
+      reason = 'within-uncertainty';
+    } else if (lossBetween(Math.min(...group.map((g) => g.start)), h.start)) {
+      verdict = 'expected';
+      reason = 'data-loss';
+    } else if (claims) {
+      verdict = 'bug';
+      reason = 'claims-overlap';
+    } else {
+      // The overlap comes from uses past a claim's end (the culprit's).
+      const late = culprit.uses.filter((x) => x.end > culprit.claimEnd + u);
+      const windowFrom = culprit.claimEnd - opts.useBudgetMs;
+      const paused = pausesOf(culprit.w).some((p) => p.to >= windowFrom && p.from <= culprit.end);
+      if (paused) {
+        verdict = 'expected';
+        reason = 'client-paused';
+      } else if (late.some((x) => x.end - x.inv > opts.useBudgetMs)) {
+        verdict = 'expected';
+        reason = 'use-overran';
+      } else {
+        verdict = 'bug';
+        reason = 'use-outside-claim';
+      }
+    }
+    const overlap: Overlap = { lock, first: first.id, second: h.id, overlapMs: round(overlapMs), claims, verdict, reason };
+    if (permits > 1) overlap.group = group.map((g) => g.id);
+    return overlap;
+  };
+
   for (const [lock, list] of byLock) {
     list.sort((a, b) => a.start - b.start);
     // Sweep: `active` holds grants whose interval may still reach the next start.
     let active: Grant[] = [];
     for (const h of list) {
       active = active.filter((g) => g.end > h.start);
-      for (const g of active) {
-        if (g.w === h.w) continue; // one worker is sequential: its own grants cannot overlap
-        const overlapMs = Math.min(g.end, h.end) - h.start;
-        if (overlapMs <= 0) continue;
-        const claimOverlap = Math.min(g.claimEnd, h.claimEnd) - h.start;
-        const claims = claimOverlap > 2 * u;
-        let verdict: Overlap['verdict'];
-        let reason: Overlap['reason'];
-        if (overlapMs <= 2 * u) {
-          verdict = 'ambiguous';
-          reason = 'within-uncertainty';
-        } else if (lossBetween(g.start, h.start)) {
-          verdict = 'expected';
-          reason = 'data-loss';
-        } else if (claims) {
-          verdict = 'bug';
-          reason = 'claims-overlap';
-        } else {
-          // The overlap comes from uses past a claim's end (g's, or h's if h's claim ended first).
-          const culprit = g.claimEnd <= h.claimEnd ? g : h;
-          const late = culprit.uses.filter((x) => x.end > culprit.claimEnd + u);
-          const windowFrom = culprit.claimEnd - opts.useBudgetMs;
-          const paused = pausesOf(culprit.w).some((p) => p.to >= windowFrom && p.from <= culprit.end);
-          if (paused) {
-            verdict = 'expected';
-            reason = 'client-paused';
-          } else if (late.some((x) => x.end - x.inv > opts.useBudgetMs)) {
-            verdict = 'expected';
-            reason = 'use-overran';
-          } else {
-            verdict = 'bug';
-            reason = 'use-outside-claim';
-          }
+      if (permits === 1) {
+        for (const g of active) {
+          if (g.w === h.w) continue; // one worker is sequential: its own grants cannot overlap
+          const overlapMs = Math.min(g.end, h.end) - h.start;
+          if (overlapMs <= 0) continue;
+          overlaps.push(judge(lock, [g], h, overlapMs));
         }
-        overlaps.push({ lock, first: g.id, second: h.id, overlapMs: round(overlapMs), claims, verdict, reason });
+      } else {
+        // the grant of each other worker that runs longest: `permits` of them with h make one holder too many
+        const byWorker = new Map<string, Grant>();
+        for (const g of active) if (g.w !== h.w && (byWorker.get(g.w)?.end ?? -Infinity) < g.end) byWorker.set(g.w, g);
+        const group = [...byWorker.values()].sort((a, b) => b.end - a.end).slice(0, permits);
+        if (group.length === permits) {
+          const overlapMs = Math.min(h.end, ...group.map((g) => g.end)) - h.start;
+          if (overlapMs > 0) overlaps.push(judge(lock, group, h, overlapMs));
+        }
       }
       active.push(h);
     }

@@ -7,8 +7,17 @@
 
 export interface WorkerConfig {
   id: string;
-  /** `holdfast-fair`: the FairLock (waiterTimeout 2 s) instead of the Lock. */
-  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock';
+  /**
+   * `holdfast-fair`: the FairLock (waiterTimeout 2 s) instead of the Lock. `redlock-semaphore`: one permit per grant of
+   * a Redlock semaphore of `permits` permits.
+   */
+  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock' | 'redlock-semaphore';
+  /**
+   * Grants that may run at once (a semaphore's permits). Above 1 a use touches no oracle (concurrent holders of a
+   * semaphore are no violation of it), it only works `workMs`.
+   * @default 1
+   */
+  permits?: number;
   adapter: 'ioredis' | 'node-redis';
   urls: string[];
   oracleUrl: string;

@@ -99,6 +99,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       ...s.worker,
       id,
       backend: s.backend,
+      permits: s.permits ?? 1,
       adapter: n % 2 === 1 ? 'ioredis' : 'node-redis',
       urls: own.map((p) => p.url),
       oracleUrl: oracleServer.url,
@@ -175,6 +176,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       livenessBoundMs: s.livenessBoundMs,
       recoveryBoundMs: s.recoveryBoundMs ?? s.livenessBoundMs,
       tokenScope: s.tokenScope ?? 'single',
+      permits: s.permits ?? 1,
       endRef,
     });
     const resource = checkResource(await new Oracle(oracleRedis).state(lock));

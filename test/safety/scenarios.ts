@@ -54,6 +54,8 @@ export interface Scenario {
   /** ms of faults and load: full run, quick run (`undefined` = not in the quick subset). */
   durationMs: number;
   quickMs?: number;
+  /** Grants that may run at once (a semaphore's permits; see CheckOptions.permits). @default 1 */
+  permits?: number;
   /** Where tokens come from (see CheckOptions.tokenScope). @default 'single' */
   tokenScope?: 'single' | 'quorum' | 'none';
   /** A self-test: passes only if the checker sees an expected violation. */
@@ -483,6 +485,62 @@ export const scenarios: Scenario[] = [
         ctx.record({ kind: 'restart-server', target: 'node-b', from: restart, to: ctx.now(), dataLoss: true });
         ctx.record({ kind: 'kill-server', target: 'node-c', from: killed, to: ctx.now(), dataLoss: true });
         await ctx.sleep(3500); // let the double grant happen and the leases run out
+      });
+    },
+  },
+  {
+    name: 'redlock-semaphore-minority-loss',
+    title: 'holdfast Redlock semaphore of 2 permits, 5 nodes (AOF always), 5 workers: kill -9 two nodes for 1–2 s, then restart them; never 3 holders at once',
+    backend: 'redlock-semaphore',
+    permits: 2,
+    servers: 5,
+    serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    tokenScope: 'none',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 20, acquireTimeoutMs: 3000 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      await every(ctx, 500, 1000, async () => {
+        const picked = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, 2);
+        const from = ctx.now();
+        await Promise.all(picked.map((n) => n.kill()));
+        await new Promise((r) => setTimeout(r, 1000 + ctx.random() * 1000));
+        await Promise.all(picked.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: `2 of 5 nodes (${picked.map((n) => n.port).join(', ')})`, from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'redlock-semaphore-majority-loss',
+    title: 'holdfast Redlock semaphore of 2 permits, 5 nodes (AOF always), 5 workers: kill -9 three nodes for 2 s: no grant without a majority, never 3 holders at once, liveness returns after restart',
+    backend: 'redlock-semaphore',
+    permits: 2,
+    servers: 5,
+    serverArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    tokenScope: 'none',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 20, acquireTimeoutMs: 1500 },
+    durationMs: 15_000,
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 3000,
+    async nemesis(ctx) {
+      await every(ctx, 1000, 1500, async () => {
+        const picked = [...ctx.servers].sort(() => ctx.random() - 0.5).slice(0, 3);
+        const from = ctx.now();
+        await Promise.all(picked.map((n) => n.kill()));
+        // An attempt whose majority answered before the kill may still return (one round, ≤ nodeTimeout).
+        const quietFrom = ctx.now() + 300;
+        const offs = ctx.workers().map((w) =>
+          w.process.onMessage((m) => {
+            if (m.t === 'held' && ctx.now() > quietFrom) ctx.fail(`false success: ${w.id} got ${m.grant} while 3 of 5 nodes were down`);
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 2000));
+        for (const off of offs) off();
+        await Promise.all(picked.map((n) => n.launch()));
+        ctx.record({ kind: 'kill-server', target: '3 of 5 nodes', from, to: ctx.now() });
       });
     },
   },

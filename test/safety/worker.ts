@@ -60,8 +60,8 @@ async function main(): Promise<void> {
   const backend: LockBackend =
     config.backend === 'majority'
       ? await majorityBackend(backendConfig)
-      : config.backend === 'redlock'
-        ? await redlockBackend(backendConfig, hooks)
+      : config.backend === 'redlock' || config.backend === 'redlock-semaphore'
+        ? await redlockBackend(backendConfig, hooks, config.backend === 'redlock-semaphore' ? (config.permits ?? 1) : undefined)
         : await holdfastBackend(backendConfig, hooks, config.backend === 'holdfast-fair');
 
   const stop = new AbortController();
@@ -117,6 +117,12 @@ async function main(): Promise<void> {
       }
       i++;
       history.write({ type: 'use.inv', w, grant, ref: refNow(), token: held.token });
+      if ((config.permits ?? 1) > 1) {
+        // a semaphore's holders run at once by design: the use is the time it holds, with no oracle to race on
+        await sleep(config.workMs);
+        history.write({ type: 'use.ok', w, grant, ref: refNow(), token: held.token, accepted: false });
+        continue;
+      }
       try {
         const value = await oracle.read(lock, held.token, grant);
         const shadow = await oracle.shadowRead(lock);

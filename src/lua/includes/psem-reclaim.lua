@@ -1,7 +1,8 @@
 --- @include "notify"
 --- @include "redis-now"
--- The lease zset and weight hash have no TTL: if they expired with their last lease, the permits it held
--- could never be given back. Like the count of free permits, they live as long as the semaphore.
+-- The lease zset and weight hash have no TTL of their own: if they expired with their last lease, the permits it held
+-- could never be given back. Like the count of free permits, they live as long as the semaphore (and share its TTL
+-- when it has one, see psem-expiry.lua).
 -- Gives back the permits of leases that ran out (score = expiry <= now), and wakes waiters if any came back.
 local function psem_reclaim(free, leases, weights, channel, now)
   local gone = redis.call('zrangebyscore', leases, '-inf', now)

@@ -7,6 +7,7 @@
   ARGV[1] permits
   ARGV[2] channel to publish on
   ARGV[3] 'add' or 'nx'
+  ARGV[4] with 'nx': a TTL in ms for the semaphore (all three keys), or '0' for none (it persists)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {changed (1/0), free permits now}.
 ]]
@@ -19,7 +20,11 @@ if ARGV[3] == 'nx' then
   if redis.call('exists', KEYS[1]) == 1 or redis.call('exists', KEYS[2]) == 1 then
     return {0, tonumber(redis.call('get', KEYS[1]) or '0')}
   end
-  redis.call('set', KEYS[1], n)
+  if ARGV[4] ~= '0' then
+    redis.call('set', KEYS[1], n, 'px', ARGV[4])
+  else
+    redis.call('set', KEYS[1], n)
+  end
   notify(ARGV[2], 'a')
   return {1, n}
 end
