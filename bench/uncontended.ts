@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { GlideClient, Logger } from '@valkey/valkey-glide';
 // the shipped build, not the TypeScript sources under tsx: `npm run build` first
 import { Holdfast } from '../dist/index.js';
 import { RedisServer } from '../test/support/redis-server.js';
@@ -130,10 +131,30 @@ try {
       },
     })),
   );
+  Logger.setLoggerConfig('error');
+  const glide = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: server.port }], requestTimeout: 5000 });
+  const hfGl = new Holdfast({ redis: glide, prefix: 'bench:' });
+  const lockGl = hfGl.lock('gl');
+  rows.push(
+    ...(await compare({
+      label: 'GLIDE',
+      floor: async () => {
+        const token = randomUUID();
+        await glide.customCommand(['SET', 'floor3', token, 'PX', '30000', 'NX']);
+        await glide.customCommand(['EVALSHA', sha, '1', 'floor3', token]);
+      },
+      holdfast: async () => {
+        const held = await lockGl.acquire();
+        await held.release();
+      },
+    })),
+  );
   await hfIo.close();
   await hfNr.close();
+  await hfGl.close();
   io.disconnect();
   nr.destroy();
+  glide.close();
 } finally {
   await server.stop();
 }

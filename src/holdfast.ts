@@ -4,6 +4,7 @@
  * @module
  */
 import { EventEmitter } from 'node:events';
+import { glideTransport, isGlide } from './adapters/glide.js';
 import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
@@ -28,8 +29,9 @@ import { FencedKey } from './fencing/fenced-key.js';
 /** Options of {@link Holdfast}. */
 export interface HoldfastOptions {
   /**
-   * Your Redis client: an ioredis `Redis`/`Cluster`, a connected node-redis client, or any {@link RedisTransport}.
-   * holdfast never closes it; it opens one extra connection (a duplicate) for pub/sub when something waits.
+   * Your Redis client: an ioredis `Redis`/`Cluster`, a connected node-redis client, a Valkey GLIDE `GlideClient`/
+   * `GlideClusterClient`, or any {@link RedisTransport}. holdfast never closes it; it opens one extra connection (a
+   * duplicate; for GLIDE a client created from the same configuration) for pub/sub when something waits.
    */
   redis: unknown;
   /**
@@ -107,7 +109,8 @@ export function toTransport(redis: unknown): RedisTransport {
   if (isTransport(redis)) return redis;
   if (isIoredis(redis)) return ioredisTransport(redis);
   if (isNodeRedis(redis)) return nodeRedisTransport(redis);
-  throw new TypeError('options.redis must be an ioredis client, a node-redis client or a RedisTransport');
+  if (isGlide(redis)) return glideTransport(redis);
+  throw new TypeError('options.redis must be an ioredis client, a node-redis client, a Valkey GLIDE client or a RedisTransport');
 }
 
 /**

@@ -39,6 +39,7 @@ export { fencedUpdate, fencedUpdateSql, quoteIdent, type SqlQuery, type FencedUp
 export type { RedisTransport, RedisSubscriber, ScriptArgs } from './client.js';
 export { ioredisTransport, type IoredisLike } from './adapters/ioredis.js';
 export { nodeRedisTransport, type NodeRedisLike } from './adapters/node-redis.js';
+export { glideTransport, type GlideLike, type GlideConfig, type GlideTransportOptions } from './adapters/glide.js';
 export {
   HoldfastError,
   isHoldfastError,

@@ -1,11 +1,19 @@
 /**
  * The CLI's Redis connection. The library never depends on a Redis client: the command loads one at run
- * time, `ioredis` first, then `redis` (node-redis), whichever is installed next to holdfast, and says how to get
- * one when neither is.
+ * time, `ioredis` first, then `redis` (node-redis), then `@valkey/valkey-glide`, whichever is installed next to
+ * holdfast, and says how to get one when none is.
  *
  * @module
  */
-import { ioredisTransport, nodeRedisTransport, type IoredisLike, type NodeRedisLike, type RedisTransport } from '../index.js';
+import {
+  glideTransport,
+  ioredisTransport,
+  nodeRedisTransport,
+  type GlideLike,
+  type IoredisLike,
+  type NodeRedisLike,
+  type RedisTransport,
+} from '../index.js';
 import { CliError, EXIT, UsageError } from './common.js';
 
 /** An open connection: the transport holdfast runs over, and how to close it. */
@@ -60,7 +68,7 @@ export function resolveUrl(opts: Pick<ConnectOptions, 'url' | 'env'>): { url: st
 }
 
 const NO_CLIENT =
-  'no Redis client found: install one next to holdfast (`npm install ioredis` or `npm install redis`), ' +
+  'no Redis client found: install one next to holdfast (`npm install ioredis`, `npm install redis` or `npm install @valkey/valkey-glide`), ' +
   'or run it with `npx -p holdfast -p ioredis holdfast …`';
 
 async function load(name: string): Promise<Record<string, unknown> | undefined> {
@@ -84,6 +92,8 @@ export async function connect(opts: ConnectOptions): Promise<Connection> {
   if (ioredis) return connectIoredis(ioredis, url, password, where, opts.connectTimeout);
   const nodeRedis = await load('redis');
   if (nodeRedis) return connectNodeRedis(nodeRedis, url, password, where, opts.connectTimeout);
+  const glide = await load('@valkey/valkey-glide');
+  if (glide) return connectGlide(glide, url, password, where, opts.connectTimeout);
   throw new CliError(NO_CLIENT, EXIT.REDIS_UNAVAILABLE);
 }
 
@@ -181,6 +191,45 @@ async function connectNodeRedis(mod: Record<string, unknown>, url: string, passw
     close: async () => {
       try {
         client.destroy();
+      } catch {
+        /* already closed */
+      }
+    },
+  };
+}
+
+type GlideClientCtor = { createClient(config: Record<string, unknown>): Promise<GlideLike> };
+type GlideLogger = { setLoggerConfig?(level: string): void };
+
+async function connectGlide(mod: Record<string, unknown>, url: string, password: string | undefined, where: string, timeout: number): Promise<Connection> {
+  const GlideClient = mod.GlideClient as GlideClientCtor;
+  // GLIDE's core logs every error reply and connection attempt to stdout: the command's own output stays clean
+  (mod.Logger as GlideLogger | undefined)?.setLoggerConfig?.('off');
+  const u = new URL(url);
+  const username = decodeURIComponent(u.username) || undefined;
+  const secret = u.password ? decodeURIComponent(u.password) : password;
+  const db = Number(u.pathname.slice(1) || 0);
+  let client: GlideLike;
+  try {
+    client = await GlideClient.createClient({
+      addresses: [{ host: u.hostname, port: Number(u.port || 6379) }],
+      useTLS: u.protocol === 'rediss:',
+      ...(secret === undefined ? {} : { credentials: { password: secret, ...(username === undefined ? {} : { username }) } }),
+      ...(db > 0 ? { databaseId: db } : {}),
+      // GLIDE's own per-command limit (250 ms by default) must not cut holdfast's waits short
+      requestTimeout: Math.max(timeout, 10_000),
+      advancedConfiguration: { connectionTimeout: timeout },
+    });
+  } catch (error) {
+    throw unreachable(where, messageOf(error).replace(/\s+/g, ' ').trim(), error);
+  }
+  return {
+    where,
+    client,
+    transport: glideTransport(client),
+    close: async () => {
+      try {
+        client.close();
       } catch {
         /* already closed */
       }

@@ -98,7 +98,10 @@ describeEachAdapter('A release that cannot reach Redis', (ctx) => {
         assert.equal(error.code, 'RELEASE_FAILED');
         assert.ok(error.freeBy.getTime() <= Date.now() + LEASE + 50, 'freeBy within one lease');
         assert.ok(held.signal.aborted, 'the signal aborted');
-        assert.equal((held.signal.reason as LockLostError).reason, 'release-failed');
+        // GLIDE holds commands while it reconnects (up to its requestTimeout) instead of failing them at once, so each
+        // of the three tries takes the whole commandTimeout (1.2 s here) and the 1.5 s lease can run out first
+        const reasons = ctx.adapter.name === 'glide' ? ['release-failed', 'renewal-failed'] : ['release-failed'];
+        assert.ok(reasons.includes((held.signal.reason as LockLostError).reason), String(held.signal.reason));
 
         // Never renewed again: the TTL only goes down, and the key is gone within the lease.
         let last = Infinity;

@@ -255,7 +255,7 @@ describeEachAdapter('FairLock', (ctx) => {
 });
 
 void describe('FairLock across OS processes', () => {
-  // Child processes use ioredis and node-redis alternately; the parent holds and inspects with ioredis.
+  // Child processes use each adapter in turn; the parent holds and inspects with the first.
   const adapter = adapters[0];
   if (!adapter) throw new Error('no adapter');
   const pool: WaiterProcess[] = [];
@@ -265,7 +265,7 @@ void describe('FairLock across OS processes', () => {
     return p;
   };
   before(async () => {
-    for (let i = 0; i < 9; i++) pool.push(waiterProcess(adapters[i % 2]?.name ?? 'ioredis', server.url));
+    for (let i = 0; i < 9; i++) pool.push(waiterProcess(adapters[i % adapters.length]?.name ?? 'ioredis', server.url));
     await Promise.all(pool.map((p) => p.ready));
   });
   after(() => {

@@ -274,13 +274,16 @@ describeEachAdapter('Lock', (ctx) => {
     const client =
       ctx.adapter.name === 'ioredis'
         ? new (await import('ioredis')).Redis(dead, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 }).on('error', () => {})
-        : (await import('redis')).createClient({ url: `redis://127.0.0.1:${dead}` }).on('error', () => {});
+        : ctx.adapter.name === 'glide'
+          ? await (await import('@valkey/valkey-glide')).GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: dead }], lazyConnect: true })
+          : (await import('redis')).createClient({ url: `redis://127.0.0.1:${dead}` }).on('error', () => {});
     const holdfast = new Holdfast({ redis: client, commandTimeout: 300 });
     const t0 = performance.now();
     await assert.rejects(holdfast.lock('down').acquire({ timeout: 5000 }), (e: unknown) => isHoldfastError(e) && e.code === 'REDIS_CONNECTION');
     assert.ok(performance.now() - t0 < 2000);
     try {
-      await (client as unknown as { disconnect(): unknown }).disconnect();
+      const c = client as unknown as { disconnect?(): unknown; close?(): unknown };
+      await (c.disconnect ? c.disconnect() : c.close?.());
     } catch {
       /* never connected */
     }
@@ -430,7 +433,7 @@ describe('Lock: bad input is rejected before any Redis call', () => {
 
   test('client options', () => {
     assert.throws(() => new Holdfast(undefined as never), TypeError);
-    assert.throws(() => new Holdfast({ redis: {} }), /ioredis client, a node-redis client or a RedisTransport/);
+    assert.throws(() => new Holdfast({ redis: {} }), /ioredis client, a node-redis client, a Valkey GLIDE client or a RedisTransport/);
     assert.throws(() => new Holdfast({ redis: untouchable, watchdogLease: 1000, watchdogInterval: 1000 }), RangeError);
     assert.throws(() => new Holdfast({ redis: untouchable, commandTimeout: 0 }), RangeError);
     assert.throws(() => new Holdfast({ redis: untouchable, prefix: 5 as never }), TypeError);

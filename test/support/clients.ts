@@ -1,23 +1,44 @@
 /**
  * The Redis clients the suites run against: each suite runs once per adapter.
  */
+import { GlideClient, Logger, ProtocolVersion } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Holdfast, type HoldfastOptions } from '../../src/index.js';
 
+// GLIDE's core logs every error reply (a NOSCRIPT, a refused acquisition…) as a warning on stdout
+Logger.setLoggerConfig('error');
+
+/**
+ * The RESP version every adapter's connections speak: `HOLDFAST_RESP` (`2` or `3`), else 3 (each client's own default
+ * since ioredis 6, node-redis 6 and GLIDE 2, pinned here so that a run says which it tested). The lock suite runs once
+ * more with `HOLDFAST_RESP=2` (test/primitives/lock-resp.test.ts).
+ */
+export const RESP: 2 | 3 = ((): 2 | 3 => {
+  const value = process.env.HOLDFAST_RESP?.trim() || '3';
+  if (value !== '2' && value !== '3') throw new Error(`HOLDFAST_RESP must be 2 or 3, got ${value}`);
+  return value === '2' ? 2 : 3;
+})();
+
+/** `redis://host:port` → GLIDE's address. */
+export function glideAddress(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port || 6379) };
+}
+
 export interface AdapterCase {
-  name: 'ioredis' | 'node-redis';
+  name: 'ioredis' | 'node-redis' | 'glide';
   /** A connected client of this kind. */
   connect(url: string): Promise<unknown>;
   /** Closes a client made by `connect`. */
   disconnect(client: unknown): Promise<void>;
 }
 
-export const adapters: AdapterCase[] = [
+const all: AdapterCase[] = [
   {
     name: 'ioredis',
     async connect(url) {
-      const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+      const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true, protocol: RESP });
       client.on('error', () => {});
       await client.connect();
       return client;
@@ -29,7 +50,7 @@ export const adapters: AdapterCase[] = [
   {
     name: 'node-redis',
     async connect(url) {
-      const client = createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
+      const client = createClient({ url, RESP, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
       client.on('error', () => {});
       await client.connect();
       return client;
@@ -43,7 +64,36 @@ export const adapters: AdapterCase[] = [
       }
     },
   },
+  {
+    name: 'glide',
+    async connect(url) {
+      // GLIDE's requestTimeout (250 ms by default) must outlast holdfast's commandTimeout and any WAIT
+      return GlideClient.createClient({
+        addresses: [glideAddress(url)],
+        requestTimeout: 10_000,
+        protocol: RESP === 2 ? ProtocolVersion.RESP2 : ProtocolVersion.RESP3,
+      });
+    },
+    async disconnect(client) {
+      (client as GlideClient).close();
+    },
+  },
 ];
+
+/**
+ * The adapters the suites run with: every one, or those named in `HOLDFAST_ADAPTERS` (comma-separated, e.g.
+ * `HOLDFAST_ADAPTERS=glide node scripts/run-tests.mjs test/primitives/lock.test.ts` while working on one).
+ */
+export const adapters: AdapterCase[] = ((): AdapterCase[] => {
+  const wanted = process.env.HOLDFAST_ADAPTERS?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (!wanted || wanted.length === 0) return all;
+  const unknown = wanted.filter((w) => !all.some((a) => a.name === w));
+  if (unknown.length > 0) throw new Error(`HOLDFAST_ADAPTERS: unknown adapter ${unknown.join(', ')} (known: ${all.map((a) => a.name).join(', ')})`);
+  return all.filter((a) => wanted.includes(a.name));
+})();
+
+/** Every adapter, whatever `HOLDFAST_ADAPTERS` says (for fixtures that look one up by name). */
+export const allAdapters: readonly AdapterCase[] = all;
 
 /** A holdfast client over a fresh connection of `adapter`, with a unique prefix; `dispose()` closes both. */
 export async function makeHoldfast(

@@ -1,16 +1,16 @@
 /**
  * Redis Cluster (3 masters, one replica each): hash tags keep every key and channel of a lock in one slot, locks in different slots,
  * sharded pub/sub (SPUBLISH from the scripts, SSUBSCRIBE on the shard), and a slot migrated key by key while two
- * clients contend for a lock in it (MOVED / ASK / TRYAGAIN), with both ioredis `Cluster` and node-redis `createCluster`.
+ * clients contend for a lock in it (MOVED / ASK / TRYAGAIN), with an ioredis `Cluster`, a node-redis `createCluster` and a
+ * GLIDE `GlideClusterClient`. Every other primitive on a Cluster: cluster-primitives.test.ts.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
 import { Holdfast } from '../../src/index.js';
 import { Keys } from '../../src/keys.js';
 import { RedisCluster } from '../support/cluster.js';
+import { clusterClients } from '../support/cluster-clients.js';
 import { REDIS_CLI } from '../support/binaries.js';
 
 let cluster: RedisCluster;
@@ -27,26 +27,7 @@ interface ClusterCase {
   connect(): Promise<{ client: unknown; close(): Promise<void> }>;
 }
 
-const cases: ClusterCase[] = [
-  {
-    name: 'ioredis Cluster',
-    async connect() {
-      const client = new Cluster(cluster.nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
-      client.on('error', () => {});
-      await client.connect();
-      return { client, close: async () => void client.disconnect() };
-    },
-  },
-  {
-    name: 'node-redis createCluster',
-    async connect() {
-      const client = createCluster({ rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
-      client.on('error', () => {});
-      await client.connect();
-      return { client, close: async () => client.destroy() };
-    },
-  },
-];
+const cases: ClusterCase[] = clusterClients.map((kind) => ({ name: kind.name, connect: () => kind.connect(cluster) }));
 
 void it('every key and channel of one lock name lives in one slot', async () => {
   const keys = new Keys('app:');
@@ -162,11 +143,13 @@ for (const c of cases) {
       let stop = false;
       let cycles = 0;
       const errors: unknown[] = [];
+      const tokens: number[] = [];
       const worker = async (hf: Holdfast): Promise<void> => {
         while (!stop) {
           try {
             await hf.lock(name).withLock(
-              async () => {
+              async ({ token }) => {
+                tokens.push(token);
                 if (++inside > 1) overlaps++;
                 const v = counter;
                 await new Promise((r) => setTimeout(r, 1));
@@ -200,6 +183,7 @@ for (const c of cases) {
       assert.deepEqual(errors.map(String), []);
       assert.equal(overlaps, 0);
       assert.equal(counter, cycles);
+      for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `token ${tokens[i]} after ${tokens[i - 1]}: the fence moved with the slot`);
       // The lock still works on its new node, waking waiters included.
       const held = await a.lock(name).acquire({ lease: 5000 });
       assert.equal(await b.lock(name).tryAcquire(), null);
