@@ -30,11 +30,25 @@ function resolveIncludes(source: string, seen: Set<string>): string {
   });
 }
 
+/**
+ * What ships: the script without its comments, indentation and blank lines (the .lua files keep them for readers).
+ * Only whole-line comments and `--[[ ]]` blocks are dropped, so a `--` inside a string is never touched.
+ */
+function compact(source: string): string {
+  return source
+    .replace(/^--\[\[[\s\S]*?\]\]\n?/gm, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('--'))
+    .join('\n')
+    .concat('\n');
+}
+
 const entries = walk(root).map((path) => {
   const rel = relative(root, path).replace(/\\/g, '/');
   const match = /^(.+)-(\d+|n)\.lua$/.exec(rel);
   if (!match) throw new Error(`${rel}: name must be <op>-<numKeys>.lua or <op>-n.lua`);
-  const source = resolveIncludes(readFileSync(path, 'utf8'), new Set());
+  const source = compact(resolveIncludes(readFileSync(path, 'utf8'), new Set()));
   const sha = createHash('sha1').update(source).digest('hex');
   // A script that includes "notify" publishes wake-ups: the client appends the publish command as its last ARGV.
   const publishes = source.includes('local function notify(');
