@@ -47,6 +47,7 @@ export type ReleaseOutcome = 'released' | 'not-held' | 'failed' | 'error';
 export interface AcquireContext {
   /** A number unique in this process, repeated by the {@link ReleaseContext} of the same acquisition. */
   readonly id: number;
+  /** Which primitive (see {@link PrimitiveKind}). */
   readonly kind: PrimitiveKind;
   /** The lock's name (a multi-lock's names joined with `+`). */
   readonly name: string;
@@ -72,8 +73,11 @@ export interface AcquireContext {
 export interface ReleaseContext {
   /** The {@link AcquireContext.id} of the acquisition released, when that acquisition was traced. */
   readonly id: number | undefined;
+  /** Which primitive (see {@link PrimitiveKind}). */
   readonly kind: PrimitiveKind;
+  /** The lock's (or semaphore's) name. */
   readonly name: string;
+  /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number | undefined;
@@ -87,9 +91,13 @@ export interface ReleaseContext {
 
 /** A message on `holdfast:lost`. */
 export interface LostMessage {
+  /** Which primitive (see {@link PrimitiveKind}). */
   readonly kind: PrimitiveKind;
+  /** The lock's (or semaphore's) name. */
   readonly name: string;
+  /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** Why (the error's `reason`). */
   readonly reason: LockLostReason;
@@ -99,9 +107,13 @@ export interface LostMessage {
 
 /** A message on `holdfast:renew`. */
 export interface RenewMessage {
+  /** Which primitive (see {@link PrimitiveKind}). */
   readonly kind: PrimitiveKind;
+  /** The lock's (or semaphore's) name. */
   readonly name: string;
+  /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** `watchdog`: the automatic renewal; `extend`: an explicit `extend(ms)`. */
   readonly source: 'watchdog' | 'extend';
@@ -117,10 +129,13 @@ export interface RenewMessage {
 
 /** A message on `holdfast:handoff`: a fair lock's release handed the lock to this waiter. */
 export interface HandoffMessage {
+  /** Which primitive (see {@link PrimitiveKind}). */
   readonly kind: 'fair-lock';
+  /** The lock's (or semaphore's) name. */
   readonly name: string;
   /** The new holder's fingerprint. */
   readonly fingerprint: string;
+  /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /**
    * `granted`: the hand-off message reached the waiter, which holds the lock from then on; `claimed`: its claim (the

@@ -27,6 +27,7 @@ export interface IoredisLike {
   disconnect(): void;
   /** Present on a `Cluster`: the node key (`host:port`) of each slot's master first. */
   slots?: unknown;
+  /** The connection's socket, when connected: holdfast corks it to send the commands of one turn in one write. */
   stream?: unknown;
   /** Present on a `Cluster`. */
   nodes?(role?: string): IoredisLike[];

@@ -334,7 +334,7 @@ export class HoldTable {
 }
 
 /**
- * The base of every held object backed by a {@link Hold}: name, owner, token, loss signal, `extend`, and the release
+ * The base of every held object backed by a hold of the engine: name, owner, token, loss signal, `extend`, and the release
  * rule of the engine.
  */
 export class LeasedHeld extends Held {

@@ -89,6 +89,7 @@ export class Permit extends LeasedHeld {
   /** @internal */
   constructor(
     hold: Hold,
+    /** The semaphore this permit belongs to. */
     readonly semaphore: PermitExpirableSemaphore,
     /** How many permits this lease holds. */
     readonly permits: number,

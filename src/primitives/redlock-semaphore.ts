@@ -95,6 +95,7 @@ export class RedlockSemaphore {
 
   /** @internal */
   constructor(
+    /** The Redlock whose nodes hold this semaphore. */
     readonly redlock: Redlock,
     /** The semaphore's name. */
     readonly name: string,

@@ -138,8 +138,20 @@ export type SkipReason = 'claimed-elsewhere' | 'locked' | 'running-here' | 'miss
 
 /** What {@link Scheduler.run} did. */
 export type RunOutcome =
-  | { readonly ran: true; readonly durationMs: number; readonly error: unknown }
-  | { readonly ran: false; readonly reason: Exclude<SkipReason, 'missed' | 'running-here'> | 'claim-failed' };
+  | {
+      /** The job ran here. */
+      readonly ran: true;
+      /** How long it took, in ms. */
+      readonly durationMs: number;
+      /** What it threw, or `undefined`. */
+      readonly error: unknown;
+    }
+  | {
+      /** The job did not run here. */
+      readonly ran: false;
+      /** Why not. */
+      readonly reason: Exclude<SkipReason, 'missed' | 'running-here'> | 'claim-failed';
+    };
 
 /** Events of a {@link Scheduler}. */
 export interface SchedulerEvents {
@@ -559,7 +571,12 @@ export class ScheduledJob {
     /** The job's lock durations in ms. */
     readonly locks: JobLocks,
     /** What the job does with missed ticks. */
-    readonly missed: { readonly missedTicks: MissedTicks; readonly missedTickTolerance: number },
+    readonly missed: {
+      /** See `SchedulerOptions.missedTicks`. */
+      readonly missedTicks: MissedTicks;
+      /** See `SchedulerOptions.missedTickTolerance`. */
+      readonly missedTickTolerance: number;
+    },
   ) {}
 
   /** The next tick this instance will try to claim, or `null` when none is left (or the job was stopped). */
