@@ -105,8 +105,9 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     evalsha: (sha, keys, args) => {
       const sent = refNow();
       const reply = inner.evalsha(sha, keys, args);
-      // (not the fair lock's background claim, mode '2': that is sent once the lock is already held)
-      if (keys[0] === lockKey && sha === acquireSha && args[3] !== '2') acquireSent = sent;
+      // (not the fair lock's background claim, its mode '2': that is sent once the lock is already held; the plain
+      // lock's ARGV[4] is its wait mode, and every attempt counts)
+      if (keys[0] === lockKey && sha === acquireSha && (!fair || args[3] !== '2')) acquireSent = sent;
       if (keys[0] === lockKey && sha === renewSha && config.watchdog) {
         const held = current;
         reply.then(
