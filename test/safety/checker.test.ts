@@ -131,6 +131,17 @@ void describe('interval checker', () => {
     assert.equal(r.overlaps[0]?.reason, 'use-outside-claim');
   });
 
+  void test('a grant whose request ran just before the server was killed (reply after the kill) is covered by the data loss', () => {
+    const events = [
+      ...grant({ w: 'a', sendRef: 299, ok: 301, token: 46, rel: 800 }),
+      nemesis({ kind: 'restart-server', target: 'lock', from: 300, to: 340, dataLoss: true }),
+      ...grant({ w: 'b', ok: 350, token: 1, rel: 700 }),
+    ];
+    const r = checkHistory(events, opts);
+    assert.equal(r.overlaps[0]?.verdict, 'expected');
+    assert.equal(r.overlaps[0]?.reason, 'data-loss');
+  });
+
   void test('claims that overlap after the lock server lost its data are expected', () => {
     const events = [
       ...grant({ w: 'a', ok: 100, token: 5, rel: 800 }),

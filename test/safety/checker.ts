@@ -211,7 +211,9 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     if (overlapMs <= 2 * u) {
       verdict = 'ambiguous';
       reason = 'within-uncertainty';
-    } else if (lossBetween(Math.min(...group.map((g) => g.start)), h.start)) {
+    } else if (lossBetween(Math.min(...group.map((g) => g.sendRef)), h.start)) {
+      // (from the send: the grant's key is in Redis from when its request ran, which can be before its reply came
+      // back, e.g. just before the server was killed and restarted empty)
       verdict = 'expected';
       reason = 'data-loss';
     } else if (claims) {
