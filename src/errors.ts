@@ -51,6 +51,11 @@ export class HoldfastError extends Error {
   }
 }
 
+/** @internal Any rejection reason as an `Error` (for per-node results). */
+export function toError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
 /** True when `value` is a holdfast error, from this or any other copy of the package. */
 export function isHoldfastError(value: unknown): value is HoldfastError {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;

@@ -19,6 +19,7 @@ import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedErr
 import { now } from './clock.js';
 import { Held } from './held.js';
 import { Lease } from './lease.js';
+import { sleep } from './sleep.js';
 import { kindOf, publishLost, traceRenew, type HeldFacts } from './trace.js';
 import { optDuration } from './validate.js';
 
@@ -403,6 +404,3 @@ export class LeasedHeld extends Held {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}

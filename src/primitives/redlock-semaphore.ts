@@ -22,8 +22,9 @@
  * @module
  */
 import type { RedisTransport } from '../client.js';
-import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type NodeResult } from '../errors.js';
+import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { sleep } from '../internal/sleep.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { driftOf } from '../internal/lease.js';
 import { traceAcquire } from '../internal/trace.js';
@@ -47,25 +48,6 @@ const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
 
 type Settled<T> = PromiseSettledResult<T>;
 
-function toError(reason: unknown): Error {
-  return reason instanceof Error ? reason : new Error(String(reason));
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    timer.unref();
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** What one attempt came to. */
 interface AttemptResult {

@@ -19,8 +19,9 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
 import { closeHolds, type Closable } from '../core.js';
-import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult } from '../errors.js';
+import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
+import { sleep } from '../internal/sleep.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
@@ -236,25 +237,6 @@ interface AttemptResult {
 
 type Settled<T> = PromiseSettledResult<T>;
 
-function toError(reason: unknown): Error {
-  return reason instanceof Error ? reason : new Error(String(reason));
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    timer.unref();
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /**
  * A handle on one Redlock name, from `redlock.lock(name)`. Not reentrant: every acquisition is a new owner.
