@@ -37,10 +37,10 @@ export default defineConfig([
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: false,
-    // whitespace and syntax only: names stay as written, so stack traces still read
+    // whitespace and syntax only: names stay as written, so stack traces still read (no keepNames: without renaming it
+    // only wraps every function in a __name() call, which costs a property definition per closure on the hot path)
     minifyWhitespace: true,
     minifySyntax: true,
-    keepNames: true,
     clean: true,
     target: 'node20',
     splitting: false,
@@ -52,7 +52,6 @@ export default defineConfig([
     sourcemap: false,
     minifyWhitespace: true,
     minifySyntax: true,
-    keepNames: true,
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
     esbuildPlugins: [libraryFromBuiltEntry],
