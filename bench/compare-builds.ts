@@ -1,32 +1,89 @@
 /**
- * The uncontended acquire+release cycle of several builds of holdfast, side by side: each argument is a built entry
- * (e.g. a worktree's `dist/index.js`); 40 rounds of 200-cycle blocks, order reversed every other round, against one
- * redis-server of its own, next to the floor (SET NX PX + an EVALSHA compare-and-delete). Prints µs per cycle and the
- * median per-round ratio to the floor.
+ * Several builds of holdfast side by side: each argument is a built entry (e.g. a worktree's `dist/index.js`), run
+ * against one redis-server of its own next to the floor (SET NX PX + an EVALSHA compare-and-delete), in interleaved
+ * rounds whose order is reversed every other round. Prints, per build, wall µs per cycle, client CPU µs per cycle and
+ * the median per-round ratio of its time to the floor's.
  *
- *   git worktree add /tmp/old <commit> && (cd /tmp/old && npm ci && npx tsup)
- *   npm run build && npx tsx bench/compare-builds.ts /tmp/old/dist/index.js $PWD/dist/index.js
+ *   git worktree add /tmp/old <commit> && ln -s $PWD/node_modules /tmp/old/ && (cd /tmp/old && npx tsup)
+ *   npm run build && npx tsx bench/compare-builds.ts [--in-flight 1] [--rounds 40] /tmp/old/dist/index.js $PWD/dist/index.js
+ *
+ * `--in-flight 1` (the default) is the uncontended cycle: one acquire+release at a time on one name. `--in-flight N`
+ * runs N cycles at once on one connection, each on a fresh name (`order:<n>`), as per-entity locking does.
  */
+import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-const builds = process.argv.slice(2);
+
+const { values, positionals: builds } = parseArgs({
+  allowPositionals: true,
+  options: { 'in-flight': { type: 'string', default: '1' }, rounds: { type: 'string', default: '40' }, block: { type: 'string' } },
+});
+const IN_FLIGHT = Number(values['in-flight']);
+const ROUNDS = Number(values.rounds);
+const BLOCK = Number(values.block ?? (IN_FLIGHT === 1 ? 200 : 2000));
+
 const server = await RedisServer.start();
 const io = new Redis(server.url);
-const locks = await Promise.all(builds.map(async (b, i) => {
-  const { Holdfast } = await import(b);
-  const hf = new Holdfast({ redis: io, prefix: `ab${i}:` });
-  return hf.lock('x');
-}));
 const sha = (await io.script('LOAD', "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0")) as string;
-const floor = async () => { const t = String(Math.random()); await io.set('f', t, 'PX', 30000, 'NX'); await io.evalsha(sha, 1, 'f', t); };
-const cycles = [floor, ...locks.map((l) => async () => { await (await l.acquire()).release(); })];
-for (const c of cycles) for (let i = 0; i < 500; i++) await c();
-const times = cycles.map(() => [] as number[]);
-for (let r = 0; r < 40; r++) {
-  const order = r % 2 ? [...cycles.keys()].reverse() : [...cycles.keys()];
-  for (const k of order) { const t0 = performance.now(); for (let i = 0; i < 200; i++) await cycles[k]!(); times[k]!.push(performance.now() - t0); }
+let n = 0;
+type Cycle = () => Promise<void>;
+const floor: Cycle = async () => {
+  const key = IN_FLIGHT === 1 ? 'f' : `f:order:${++n}`;
+  const t = String(Math.random());
+  await io.set(key, t, 'PX', 30000, 'NX');
+  await io.evalsha(sha, 1, key, t);
+};
+const cycles: Cycle[] = [floor];
+const clients: { close(): Promise<void> }[] = [];
+for (const [i, b] of builds.entries()) {
+  const { Holdfast } = (await import(b)) as { Holdfast: new (o: object) => HoldfastLike };
+  const hf = new Holdfast({ redis: io, prefix: `ab${i}:` });
+  clients.push(hf);
+  const one = hf.lock('x');
+  cycles.push(IN_FLIGHT === 1 ? async () => (await one.acquire()).release() : async () => (await hf.lock(`order:${++n}`).acquire()).release());
 }
-const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+interface HoldfastLike {
+  lock(name: string): { acquire(): Promise<{ release(): Promise<void> }> };
+  close(): Promise<void>;
+}
+
+async function block(cycle: Cycle): Promise<{ ms: number; cpuUs: number }> {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  if (IN_FLIGHT === 1) {
+    for (let i = 0; i < BLOCK; i++) await cycle();
+  } else {
+    let left = BLOCK;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (left-- > 0) await cycle();
+      }),
+    );
+  }
+  const cpu = process.cpuUsage(cpu0);
+  return { ms: performance.now() - t0, cpuUs: cpu.user + cpu.system };
+}
+
+for (const c of cycles) await block(c); // warm-up: scripts loaded, JIT
+const times = cycles.map(() => [] as number[]);
+const cpus = cycles.map(() => [] as number[]);
+for (let r = 0; r < ROUNDS; r++) {
+  const order = r % 2 ? [...cycles.keys()].reverse() : [...cycles.keys()];
+  for (const k of order) {
+    const b = await block(cycles[k]!);
+    times[k]!.push(b.ms);
+    cpus[k]!.push(b.cpuUs);
+    if (IN_FLIGHT > 1) await io.flushdb(); // a dedicated server: no keys of one block in the next one's way
+  }
+}
+const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = times.map((t) => med(t.map((x, i) => x / times[0]![i]!)));
-console.log(['floor', ...builds].map((b, i) => `${b}: ${(med(times[i]!) * 5).toFixed(1)} us/cycle, ratio ${ratios[i]!.toFixed(3)}`).join('\n'));
-io.disconnect(); await server.stop();
+console.log(`${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${BLOCK} cycles`);
+for (const [i, label] of ['floor', ...builds].entries()) {
+  console.log(
+    `${label}: ${((med(times[i]!) * 1000) / BLOCK).toFixed(1)} µs/cycle, client CPU ${(med(cpus[i]!) / BLOCK).toFixed(1)} µs/cycle, time ÷ floor ${ratios[i]!.toFixed(3)}`,
+  );
+}
+for (const c of clients) await c.close();
+io.disconnect();
+await server.stop();

@@ -18,7 +18,7 @@ import { createClient } from 'redis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter, NodeRedisAdapter } from 'redlock-universal';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 
 const nodeRedis = (url: string) => createClient({ url });
 export type NodeRedis = ReturnType<typeof nodeRedis>;
@@ -33,7 +33,7 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-/** `HoldfastClass`: the sources' by default; bench/profile-throughput.ts passes the built bundle's. */
+/** `HoldfastClass`: the shipped build's (bench/holdfast.ts) unless another is given. */
 export async function connect(kind: ClientKind, url: string, HoldfastClass: typeof Holdfast = Holdfast): Promise<Connection> {
   if (kind === 'ioredis') {
     const io = new Redis(url);

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter } from 'redlock-universal';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 
 /** Releases what `acquire` got. */
 export type Release = () => Promise<unknown>;

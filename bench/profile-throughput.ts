@@ -3,17 +3,15 @@
  * watchdog lease), for a CPU profile:
  *
  *   npm run build
- *   node --cpu-prof --cpu-prof-dir=results/tmp --import tsx bench/profile-throughput.ts [--seconds=5] [--in-flight=64] [--lease] [--src]
+ *   node --cpu-prof --cpu-prof-dir=results/tmp --import tsx bench/profile-throughput.ts [--seconds=5] [--in-flight=64] [--lease]
  *   npx tsx bench/top-frames.ts results/tmp/CPU.<…>.0.<n>.cpuprofile
  *
- * It runs the built bundle (dist/), whose source map lets top-frames name the src/ line of each frame; `--src` runs the
- * TypeScript sources under tsx instead (no build needed, but tsx's code reports every frame at line 1). `--lease`
+ * It runs the built bundle (dist/, through bench/holdfast.ts), as users do. `--lease`
  * takes a fixed 30 s lease instead of the watchdog. Starts its own redis-server; prints cycles/s.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-import type { Holdfast } from '../src/index.js';
 import { connect, implementations, prepared, segment } from './independent-keys.js';
 
 const { values } = parseArgs({
@@ -21,7 +19,6 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     'in-flight': { type: 'string', default: '64' },
     lease: { type: 'boolean', default: false },
-    src: { type: 'boolean', default: false },
   },
 });
 const id = values.lease ? 'holdfast Lock, lease' : 'holdfast Lock, watchdog';
@@ -31,15 +28,13 @@ const inFlight = Number(values['in-flight']);
 
 const server = await RedisServer.start();
 const probe = new Redis(server.url);
-// the bundle's class is the same code as the sources' (built from them); only its type is nominally another
-const HoldfastClass = values.src ? undefined : ((await import('../dist/index.js')).Holdfast as unknown as typeof Holdfast);
-const c = await connect('ioredis', server.url, HoldfastClass);
+const c = await connect('ioredis', server.url);
 try {
   const { cycle } = prepared(await implementation.setup(c, inFlight));
   await segment(cycle, inFlight, 300, probe); // warm-up: script loaded, JIT
   const s = await segment(cycle, inFlight, Number(values.seconds) * 1000, probe);
   console.log(
-    `${id} (${values.src ? 'src/' : 'dist/'}), ${inFlight} in flight, ioredis: ${s.cyclesPerSec.toFixed(0)} cycles/s, client CPU ${s.clientCpuUs.toFixed(1)} µs/cycle, ` +
+    `${id}, ${inFlight} in flight, ioredis: ${s.cyclesPerSec.toFixed(0)} cycles/s, client CPU ${s.clientCpuUs.toFixed(1)} µs/cycle, ` +
       `Redis CPU ${s.redisCpuUs.toFixed(1)} µs/cycle, ${s.errors} errors`,
   );
 } finally {

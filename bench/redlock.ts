@@ -5,7 +5,7 @@
  *   npx tsx bench/redlock.ts [cycles=500]
  */
 import { Redis } from 'ioredis';
-import { Holdfast, Redlock } from '../src/index.js';
+import { Holdfast, Redlock } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const cycles = Number(process.argv[2] ?? 500);

@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { subjects, type Subject } from './peers.js';
 import { chart } from './chart.js';

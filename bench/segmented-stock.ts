@@ -14,7 +14,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const ROW_MS = Number(process.env.BENCH_MS ?? 2500);

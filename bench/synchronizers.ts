@@ -3,7 +3,7 @@
  * Starts a throwaway redis-server. A benchmark, never a test: `npx tsx bench/synchronizers.ts [iterations]`.
  */
 import { Redis } from 'ioredis';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const iterations = Number(process.argv[2] ?? 2000);

@@ -22,7 +22,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { Holdfast } from '../src/index.js';
+import { Holdfast } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import {
   fmt,

@@ -7,8 +7,7 @@
  *   ROUNDS=300 npm run bench:zookeeper
  */
 import { Redis } from 'ioredis';
-import { Holdfast } from '../src/index.js';
-import { ZooKeeperHoldfast } from '../src/zookeeper/index.js';
+import { Holdfast, ZooKeeperHoldfast } from './holdfast.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { ZkCluster } from '../test/support/zookeeper.js';
 
