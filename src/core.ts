@@ -7,6 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { ClientClosedError, EvictionPolicyError, isHoldfastError, type LockLostError } from './errors.js';
+import { LiveSet, type Slotted } from './internal/live-set.js';
 import { Notifier } from './internal/notifier.js';
 import type { ReplicaSync } from './internal/replica-sync.js';
 import { Keys } from './keys.js';
@@ -44,15 +45,14 @@ export interface HoldfastWarning {
 const SAFE_POLICIES = new Set(['noeviction']);
 
 /** Something `close()` must end: a live hold of any primitive. */
-export interface Closable {
+export interface Closable extends Slotted {
   /** Releases in Redis (best effort) and stops timers. */
   closeHold(): Promise<void>;
 }
 
 /** Ends every hold of `holds` (releases them in the backend, best effort) and empties the set. */
-export async function closeHolds(holds: Set<Closable>): Promise<void> {
-  const all = [...holds];
-  holds.clear();
+export async function closeHolds(holds: LiveSet<Closable>): Promise<void> {
+  const all = holds.drain();
   await Promise.allSettled(all.map((h) => h.closeHold()));
 }
 
@@ -65,7 +65,7 @@ export class Core {
   readonly keys: Keys;
   readonly notifier: Notifier;
   readonly context = new AsyncLocalStorage<HoldContext>();
-  readonly holds = new Set<Closable>();
+  readonly holds = new LiveSet<Closable>();
   #seq = 0;
   #closed = false;
 

@@ -7,6 +7,7 @@
  */
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { RedisConnectionError, ScriptError } from './errors.js';
+import { LiveSet, type Slotted } from './internal/live-set.js';
 
 /** One Lua script: its source, its SHA1 and how many of its arguments are keys. */
 export interface ScriptDef {
@@ -46,22 +47,28 @@ export function toHoldfastError(error: unknown, what: string): Error {
   return new RedisConnectionError(`${what}: ${message}`, { cause: error });
 }
 
-interface Pending {
+interface Pending extends Slotted {
   deadline: number;
   fail: () => void;
 }
 
 /**
  * Command time-outs share one unref'd ticker instead of a timer per command (a timer costs more than a Redis
- * round trip's worth of JS on a busy hot path). The ticker runs only while commands are in flight.
+ * round trip's worth of JS on a busy hot path). The ticker runs only while commands are in flight. The commands in
+ * flight are a {@link LiveSet}, not a `Set`: see there why.
  */
-const pending = new Set<Pending>();
+const pending = new LiveSet<Pending>();
 let ticker: NodeJS.Timeout | undefined;
 let tickMs = 25;
+let tickAt = 0;
+
+function expire(p: Pending): void {
+  if (tickAt >= p.deadline) p.fail();
+}
 
 function tick(): void {
-  const at = performance.now();
-  for (const p of pending) if (at >= p.deadline) p.fail();
+  tickAt = performance.now();
+  pending.forEach(expire);
   if (pending.size === 0 && ticker) {
     clearInterval(ticker);
     ticker = undefined;
@@ -81,6 +88,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string, on
         pending.delete(entry);
         reject(new RedisConnectionError(`${what}: no reply from Redis within ${ms} ms`));
       },
+      liveSlot: undefined,
     };
     pending.add(entry);
     const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));

@@ -15,6 +15,7 @@
  *   run out. A later `release()` tries again.
  */
 import type { Closable } from '../core.js';
+import type { LiveSet } from './live-set.js';
 import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
@@ -51,7 +52,7 @@ export interface HoldOps {
 /** Where holds live: a holdfast client's core, or a Redlock. */
 export interface HoldHost {
   /** The live holds, which `close()` releases. */
-  readonly holds: Set<Closable>;
+  readonly holds: LiveSet<Closable>;
   /** Tells the user a hold was lost (the `lockLost` event). */
   emitLost(error: LockLostError): void;
   /** The watchdog's renewal period, in ms. */
@@ -101,6 +102,8 @@ export class Hold implements Closable {
   claim: Promise<void> | undefined;
   /** Set when a release could not reach Redis: the hold was given up. */
   abandoned: Abandoned | undefined;
+  /** @internal Its slot in the host's live holds. */
+  liveSlot: number | undefined = undefined;
 
   constructor(
     readonly table: HoldTable,

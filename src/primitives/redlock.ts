@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
 import { closeHolds, type Closable } from '../core.js';
+import { LiveSet } from '../internal/live-set.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { sleep } from '../internal/sleep.js';
@@ -145,7 +146,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   /** @internal */
   readonly settings: Readonly<Settings>;
   /** @internal */
-  readonly holds = new Set<Closable>();
+  readonly holds = new LiveSet<Closable>();
   /** How many nodes must agree: ⌊N/2⌋ + 1. */
   readonly quorum: number;
   readonly #clientId = randomUUID();

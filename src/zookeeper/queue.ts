@@ -14,6 +14,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import zookeeper, { type Event, type Stat } from 'node-zookeeper-client';
 import { closeHolds, type Closable, type HoldContext } from '../core.js';
+import { LiveSet } from '../internal/live-set.js';
 import { type LockLostError, ZooKeeperConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Session, ZK, czxidOf, waitEvent, zkCode, type SessionLossReason } from './session.js';
@@ -33,7 +34,7 @@ export class ZkCore {
   readonly context = new AsyncLocalStorage<HoldContext>();
   /** Live holds by `kind:name` → owner. */
   readonly registry = new Map<string, Map<string, Closable & { active: boolean }>>();
-  readonly holds = new Set<Closable>();
+  readonly holds = new LiveSet<Closable>();
   #seq = 0;
   #dirs = new Set<string>();
   #closed = false;
