@@ -68,11 +68,14 @@ export function adoptParams(ownerId: unknown, options: unknown, what = 'ownerId'
   return { owner, lease: optDuration(opts.lease, 'options.lease') };
 }
 
-/**
- * How long a release reserves the freed lock for the longest-waiting waiter of another client, in ms: the time it
- * has to wake and ask. Past it (the waiter died, or is slow), any waiter may take the lock.
+/*
+ * A release reserves the freed lock for the longest-waiting waiter of another client for 50 ms (RESERVE_MS in
+ * lua/lock/release-3.lua): the time it has to wake and ask. Past it (the waiter died, or is slow), any waiter may
+ * take the lock.
  */
-const RESERVE_MS = 50;
+
+/** `lock/acquire`'s mode digit: wait mode ('0' single attempt, '1' first attempt of a waiter, '2' later attempt) + 3 when the owner may hold the lock already. */
+const ACQUIRE_MODES = [['0', '1', '2'], ['3', '4', '5']] as const;
 
 /** The key names of one lock. */
 interface LockNames {
@@ -258,18 +261,17 @@ export class Lock {
     if (p.ready) await p.ready;
     const watchdog = p.fixedLease === undefined;
     // An owner id minted for this call cannot hold the lock yet: the script takes its two-call path.
-    const mayHold = fresh ? '0' : '1';
+    const modes = ACQUIRE_MODES[fresh ? 0 : 1];
     const table = this.#table;
 
-    // '0' a single attempt; '1' a first attempt that will wait (it joins the waiters if the lock is taken); '2' a
-    // waiter's later attempt. The waiters let a release reserve the lock for the one that has waited longest.
-    let waitMode = timeout === 0 ? '0' : '1';
-    const waiterTtl = Math.max(10_000, 2 * leaseMs);
+    // 0 a single attempt; 1 a first attempt that will wait (it joins the waiters if the lock is taken); 2 a waiter's
+    // later attempt. The waiters let a release reserve the lock for the one that has waited longest.
+    let waitMode: 0 | 1 | 2 = timeout === 0 ? 0 : 1;
     const attempt = (budget: number): Promise<Attempt<HeldLock>> => {
       const sentAt = now();
-      const mode = waitMode;
-      if (waitMode === '1') waitMode = '2';
-      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mayHold, mode, waiterTtl], budget).then(
+      const mode = modes[waitMode];
+      if (waitMode === 1) waitMode = 2;
+      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mode], budget).then(
         (raw): Attempt<HeldLock> => {
           // the common reply, a first hold's bare token, without the decoding
           if (typeof raw === 'number') return { done: true, value: new HeldLock(table.held(owner, raw, sentAt, leaseMs, watchdog), 1) };
@@ -369,7 +371,7 @@ class LockOps implements HoldOps {
     const { key, channel, waiters } = this.names();
     const keys = [key, core.keys.releaseMarker(this.name, core.requestId()), waiters];
     return async (retry) =>
-      (await core.run(scripts['lock/release'], keys, [owner, channel, core.settings.releaseMarkerTtl, '0', retry ? '1' : '0', RESERVE_MS])) as number;
+      (await core.run(scripts['lock/release'], keys, [owner, channel, retry ? '2' : '0', core.settings.releaseMarkerTtl])) as number;
   }
 
   /** Hold count and token of `owner` (for `adopt`); `null` when it holds nothing (a reservation for it is no hold). */
@@ -382,15 +384,9 @@ class LockOps implements HoldOps {
   releaseAll(owner: string): Promise<unknown> {
     const core = this.core;
     const { key, channel, waiters } = this.names();
-    return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [
-      owner,
-      channel,
-      core.settings.releaseMarkerTtl,
-      '1',
-      '0',
-      RESERVE_MS,
-    ]);
+    return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [owner, channel, '1', core.settings.releaseMarkerTtl]);
   }
+
 }
 
 /** @internal The scope `withLock` hands its callback. */

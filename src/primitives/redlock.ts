@@ -368,7 +368,7 @@ export class RedlockLock {
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
     const replies: Settled<unknown>[] = await Promise.allSettled(
-      nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0', '0', 10_000], nodeTimeout)),
+      nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0'], nodeTimeout)),
     );
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
@@ -450,7 +450,7 @@ export class RedlockLock {
           node,
           scripts['lock/release'],
           [keys.lock(this.name), keys.releaseMarker(this.name, requestId), keys.lockWaiters(this.name)],
-          [owner, keys.channel(this.name), settings.releaseMarkerTtl, '1', '0', 50],
+          [owner, keys.channel(this.name), '1', settings.releaseMarkerTtl],
           settings.nodeTimeout,
         ),
       ),

@@ -6,11 +6,14 @@
   KEYS[3] the waiters of other clients: owner id → when it first found the lock taken (Redis ms)
   ARGV[1] owner id
   ARGV[2] lease in ms
-  ARGV[3] '1' when this owner may already hold the lock (an explicit or inherited owner id: re-entry possible),
-          '0' for an owner id minted for this acquisition, which cannot hold it yet
-  ARGV[4] '0' a single attempt; '1' the first attempt of a caller that will wait if it finds the lock taken (it joins
-          the waiters then); '2' a waiter's later attempt (it leaves the waiters when it gets the lock)
-  ARGV[5] how long a waiter list entry lives without being refreshed, in ms
+  ARGV[3] the mode, a digit: wait + 3 × mayHold, where
+          wait is 0 for a single attempt, 1 for the first attempt of a caller that will wait if it finds the lock
+          taken (it joins the waiters then), 2 for a waiter's later attempt (it leaves the waiters when it gets the
+          lock); mayHold is 1 when this owner may already hold the lock (an explicit or inherited owner id: re-entry
+          possible), 0 for an owner id minted for this acquisition, which cannot hold it yet
+  A waiter list entry lives max(10 s, 2 × lease) without being refreshed.
+  (Few, short arguments on purpose: this script runs once per acquisition, and every argument costs on the wire
+  and in the client.)
   Returns the token (a number) when a first hold was taken, {1, token, holdCount} when re-entered, {0, pttl} when
   another owner holds it (or it is reserved for another waiter). The bare number keeps the common reply small: an
   array reply costs more on both ends.
@@ -23,28 +26,30 @@
 --- @include "redis-now"
 local owner = ARGV[1]
 local lease = ARGV[2]
+local mode = tonumber(ARGV[3])
+local wait = mode % 3
 
 local function busy()
-  if ARGV[4] ~= '0' then
+  if wait ~= 0 then
     -- NX keeps the time it first waited: the release reserves the lock for the longest-waiting waiter
     redis.call('zadd', KEYS[3], 'nx', redis_now(), owner)
-    redis.call('pexpire', KEYS[3], ARGV[5])
+    redis.call('pexpire', KEYS[3], math.max(10000, 2 * tonumber(lease)))
   end
   return {0, redis.call('pttl', KEYS[1])}
 end
 
 local function take(token)
   redis.call('set', KEYS[1], lock_value(1, token, owner), 'px', lease)
-  if ARGV[4] == '2' then
+  if wait == 2 then
     redis.call('zrem', KEYS[3], owner)
   end
   return token
 end
 
-if ARGV[3] ~= '1' then
+if mode < 3 then
   local token = redis.call('incr', KEYS[2])
   if redis.call('set', KEYS[1], lock_value(1, token, owner), 'nx', 'px', lease) then
-    if ARGV[4] == '2' then
+    if wait == 2 then
       redis.call('zrem', KEYS[3], owner)
     end
     return token

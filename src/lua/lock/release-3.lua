@@ -7,11 +7,11 @@
   KEYS[3] the waiters: owner id → when it first found the lock taken
   ARGV[1] owner id
   ARGV[2] channel to publish a release on
-  ARGV[3] marker TTL in ms
-  ARGV[4] '1' to release every hold of this owner at once, '0' for one
-  ARGV[5] '1' when this is a retry of a request whose reply was lost
-  ARGV[6] how long a reservation lasts, in ms: past it, any waiter may take the lock
+  ARGV[3] the mode, a digit: all + 2 × retry, where all is 1 to release every hold of this owner at once (0: one),
+          and retry is 1 when this is a retry of a request whose reply was lost
+  ARGV[4] marker TTL in ms
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
+  A reservation lasts RESERVE_MS: past it, any waiter may take the lock.
   Returns the holds left (0 = released, and one waiter per process told: the longest-waiting one where it waits),
   or -1 when this owner does not hold the lock. A retry of a partial release returns what the first run returned; a
   retry of a full release finds the lock gone (-1), which the client reads as "released" when it held the lock when
@@ -20,7 +20,9 @@
 --- @include "notify"
 --- @include "release-retry"
 --- @include "lock-value"
-local done = release_retried(KEYS[2], ARGV[5])
+local RESERVE_MS = 50
+local mode = tonumber(ARGV[3])
+local done = release_retried(KEYS[2], mode >= 2 and '1' or '0')
 if done then
   return done
 end
@@ -29,14 +31,14 @@ if owner ~= ARGV[1] or count == 0 then
   return -1
 end
 local left = 0
-if ARGV[4] ~= '1' then
+if mode % 2 == 0 then
   left = count - 1
 end
 if left <= 0 then
   local next = redis.call('zrange', KEYS[3], 0, 0)[1]
   if next then
     redis.call('zrem', KEYS[3], next)
-    redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', ARGV[6])
+    redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', RESERVE_MS)
     notify(ARGV[2], '1:' .. next)
   else
     redis.call('del', KEYS[1])
@@ -45,5 +47,5 @@ if left <= 0 then
   return 0
 end
 redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
-redis.call('set', KEYS[2], left, 'px', ARGV[3])
+redis.call('set', KEYS[2], left, 'px', ARGV[4])
 return left
