@@ -35,9 +35,10 @@ export interface HoldOps {
   /**
    * One request that releases one hold of `owner`: every try of it carries the same request id. `send(retry)` runs
    * it once and returns the holds left (0 = released) or -1 when `owner` does not hold it; `retry` is true for every
-   * try after the first (the script then reports what an earlier run did).
+   * try after the first (the script then reports what an earlier run did). `holdsHere`: the owner's acquisitions
+   * in this process not yet released (a hint: 1 means this release most likely frees it).
    */
-  releaseRequest(owner: string): (retry: boolean) => Promise<number>;
+  releaseRequest(owner: string, holdsHere?: number): (retry: boolean) => Promise<number>;
   /** Releases every hold of `owner` at once (client close, a lost reply, a failed release). */
   releaseAll(owner: string): Promise<unknown>;
   /** Errors after which a request may be sent again. @default a `RedisConnectionError` */
@@ -223,7 +224,7 @@ export class HoldTable {
 
   /** A new release request for one acquisition of `hold`. */
   request(hold: Hold): ReleaseRequest {
-    return { send: this.ops.releaseRequest(hold.owner), sent: false, heldWhenSent: undefined };
+    return { send: this.ops.releaseRequest(hold.owner, hold.holds), sent: false, heldWhenSent: undefined };
   }
 
   /**

@@ -366,12 +366,25 @@ class LockOps implements HoldOps {
     return (await this.core.run(scripts['lock/renew'], [this.names().key], [owner, leaseMs])) === 1;
   }
 
-  releaseRequest(owner: string): (retry: boolean) => Promise<number> {
+  /**
+   * A release of one hold. The last hold of the owner here goes without a release marker (the common case: it frees
+   * the lock, and a retry of a full release needs none); should holds remain after all (the owner id also holds the
+   * lock elsewhere), the script changes nothing and asks for one (-2), and the request is sent again with it.
+   */
+  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
     const core = this.core;
     const { key, channel, waiters } = this.names();
-    const keys = [key, core.keys.releaseMarker(this.name, core.requestId()), waiters];
-    return async (retry) =>
-      (await core.run(scripts['lock/release'], keys, [owner, channel, retry ? '2' : '0', core.settings.releaseMarkerTtl])) as number;
+    let keys = holdsHere > 1 ? [key, waiters, core.keys.releaseMarker(this.name, core.requestId())] : [key, waiters];
+    const send = (retry: boolean): Promise<number> => {
+      const mode = retry ? '2' : '0';
+      const args = keys.length === 3 ? [owner, channel, mode, core.settings.releaseMarkerTtl] : [owner, channel, mode];
+      return (core.run(scripts['lock/release'], keys, args) as Promise<number>).then((left) => {
+        if (left !== -2 || keys.length === 3) return left;
+        keys = [key, waiters, core.keys.releaseMarker(this.name, core.requestId())];
+        return send(retry);
+      });
+    };
+    return send;
   }
 
   /** Hold count and token of `owner` (for `adopt`); `null` when it holds nothing (a reservation for it is no hold). */
@@ -384,7 +397,8 @@ class LockOps implements HoldOps {
   releaseAll(owner: string): Promise<unknown> {
     const core = this.core;
     const { key, channel, waiters } = this.names();
-    return core.run(scripts['lock/release'], [key, core.keys.releaseMarker(this.name, core.requestId()), waiters], [owner, channel, '1', core.settings.releaseMarkerTtl]);
+    // every hold at once: nothing remains, so no marker
+    return core.run(scripts['lock/release'], [key, waiters], [owner, channel, '1']);
   }
 
 }

@@ -443,14 +443,13 @@ export class RedlockLock {
 
   async #releaseEverywhere(owner: string): Promise<NodeResult[]> {
     const { nodes, keys, settings } = this.redlock;
-    const requestId = randomUUID();
     const replies = await Promise.allSettled(
       nodes.map((node) =>
         runScript(
           node,
           scripts['lock/release'],
-          [keys.lock(this.name), keys.releaseMarker(this.name, requestId), keys.lockWaiters(this.name)],
-          [owner, keys.channel(this.name), '1', settings.releaseMarkerTtl],
+          [keys.lock(this.name), keys.lockWaiters(this.name)],
+          [owner, keys.channel(this.name), '1'],
           settings.nodeTimeout,
         ),
       ),

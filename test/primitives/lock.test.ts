@@ -148,7 +148,12 @@ describeEachAdapter('Lock', (ctx) => {
       const again = await b.holdfast.lock('handover').acquire({ owner: 'job-7', timeout: 0 });
       assert.equal(again.token, held.token);
       assert.equal(again.holdCount, 2);
+      // a's last hold here, but not the owner's last: the release leaves b's hold (the script asks for a marker)
       await held.release();
+      const info = await a.holdfast.lock('handover').inspect();
+      assert.equal(info.owner, 'job-7');
+      assert.equal(info.holdCount, 1, 'one hold released, not the lock');
+      assert.equal(again.lost, false);
       await again.release();
       assert.equal(await a.holdfast.lock('handover').isLocked(), false);
     } finally {
@@ -497,6 +502,50 @@ describe('Lock under a client that resends after a reconnect (ioredis)', () => {
       assert.equal((await direct.lock('r').inspect()).owner, next.owner, "the waiter's lock was not touched");
       await next.release();
       assert.ok(proxy.cuts >= 1, 'the connection was cut');
+    } finally {
+      proxy.heal();
+      await close();
+    }
+  });
+
+  test('an owner id also held by another client: a release here gives up one hold, once, also when its reply is lost', async () => {
+    const { holdfast, direct, close } = await viaProxy('resend-partial:');
+    try {
+      await (await holdfast.lock('warm').acquire()).release();
+      const there = await direct.lock('p').acquire({ owner: 'shared-owner' });
+      const here = await holdfast.lock('p').acquire({ owner: 'shared-owner' });
+      assert.equal((await direct.lock('p').inspect()).holdCount, 2);
+      const cutsBefore = proxy.cuts;
+      // the release goes first without a marker, is told holds would remain, and is sent again with one: cut that one
+      proxy.cutAfter(':rel:', 1, { afterReply: true });
+      await here.release();
+      assert.ok(proxy.cuts > cutsBefore, 'the connection was cut');
+      const info = await direct.lock('p').inspect();
+      assert.equal(info.owner, 'shared-owner');
+      assert.equal(info.holdCount, 1, 'released once, not twice');
+      assert.equal(there.lost, false);
+      await there.release();
+      assert.equal(await direct.lock('p').isLocked(), false);
+    } finally {
+      proxy.heal();
+      await close();
+    }
+  });
+
+  test('the same for the write lock: a resent partial release gives up one hold, not two (the shared release marker check)', async () => {
+    const { holdfast, direct, close } = await viaProxy('resend-partial-w:');
+    try {
+      await (await holdfast.readWriteLock('warm').writeLock().acquire()).release();
+      const there = await direct.readWriteLock('w').writeLock().acquire({ owner: 'shared-writer' });
+      const here = await holdfast.readWriteLock('w').writeLock().acquire({ owner: 'shared-writer' });
+      const cutsBefore = proxy.cuts;
+      proxy.cutAfter(':rel:', 1, { afterReply: true });
+      await here.release();
+      assert.ok(proxy.cuts > cutsBefore, 'the connection was cut');
+      assert.equal(await direct.readWriteLock('w').writeLock().holdCount({ owner: 'shared-writer' }), 1, 'released once, not twice');
+      assert.equal(there.lost, false);
+      await there.release();
+      assert.equal(await direct.readWriteLock('w').writeLock().isHeld({ owner: 'shared-writer' }), false);
     } finally {
       proxy.heal();
       await close();

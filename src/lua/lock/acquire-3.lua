@@ -12,21 +12,31 @@
           lock); mayHold is 1 when this owner may already hold the lock (an explicit or inherited owner id: re-entry
           possible), 0 for an owner id minted for this acquisition, which cannot hold it yet
   A waiter list entry lives max(10 s, 2 × lease) without being refreshed.
-  (Few, short arguments on purpose: this script runs once per acquisition, and every argument costs on the wire
-  and in the client.)
   Returns the token (a number) when a first hold was taken, {1, token, holdCount} when re-entered, {0, pttl} when
   another owner holds it (or it is reserved for another waiter). The bare number keeps the common reply small: an
   array reply costs more on both ends.
 
-  A fresh owner takes the short path, two calls: mint a token, then SET NX. When the lock is taken the token minted
-  is simply never used: tokens must only grow, they need not be dense. The waiter list is touched only when the
-  lock is taken, or by a waiter: an uncontended acquisition never sees it.
+  This runs once per acquisition, so it is built for the common case: few, short arguments, and a fresh owner taking
+  a free lock runs first, two calls (mint a token, then SET NX), before any helper below is even defined. When the
+  lock is taken the token minted is simply never used: tokens must only grow, they need not be dense. The waiter list
+  is touched only when the lock is taken, or by a waiter: an uncontended acquisition never sees it.
 ]]
---- @include "lock-value"
---- @include "redis-now"
 local owner = ARGV[1]
 local lease = ARGV[2]
 local mode = tonumber(ARGV[3])
+local token
+if mode < 3 then
+  token = redis.call('incr', KEYS[2])
+  -- the value is lock_value(1, token, owner), written out: the helpers are not defined yet
+  if redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then
+    if mode == 2 then
+      redis.call('zrem', KEYS[3], owner)
+    end
+    return token
+  end
+end
+--- @include "lock-value"
+--- @include "redis-now"
 local wait = mode % 3
 
 local function busy()
@@ -38,22 +48,16 @@ local function busy()
   return {0, redis.call('pttl', KEYS[1])}
 end
 
-local function take(token)
-  redis.call('set', KEYS[1], lock_value(1, token, owner), 'px', lease)
+local function take(t)
+  redis.call('set', KEYS[1], lock_value(1, t, owner), 'px', lease)
   if wait == 2 then
     redis.call('zrem', KEYS[3], owner)
   end
-  return token
+  return t
 end
 
 if mode < 3 then
-  local token = redis.call('incr', KEYS[2])
-  if redis.call('set', KEYS[1], lock_value(1, token, owner), 'nx', 'px', lease) then
-    if wait == 2 then
-      redis.call('zrem', KEYS[3], owner)
-    end
-    return token
-  end
+  -- a fresh owner that found the lock taken (its token is in hand)
   local count, held, current = lock_parse(redis.call('get', KEYS[1]))
   if current == owner then
     if count == 0 then
@@ -66,7 +70,7 @@ if mode < 3 then
   end
   return busy()
 end
-local count, token, current = lock_parse(redis.call('get', KEYS[1]))
+local count, held, current = lock_parse(redis.call('get', KEYS[1]))
 if not count then
   return take(redis.call('incr', KEYS[2]))
 end
@@ -75,13 +79,13 @@ if current == owner then
     return take(redis.call('incr', KEYS[2]))
   end
   count = count + 1
-  local value = lock_value(count, token, owner)
+  local value = lock_value(count, held, owner)
   -- re-entry never shortens the lease an outer hold asked for
   if redis.call('pttl', KEYS[1]) < tonumber(lease) then
     redis.call('set', KEYS[1], value, 'px', lease)
   else
     redis.call('set', KEYS[1], value, 'keepttl')
   end
-  return {1, token, count}
+  return {1, held, count}
 end
 return busy()

@@ -1,0 +1,59 @@
+--[[
+  Release one hold (or every hold) of a reentrant lock, safely retryable. When the lock frees and other clients'
+  waiters wait, it is reserved for a moment for the one that has waited longest, and that one is woken: a releaser
+  that asks again at once cannot barge ahead of it.
+  KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
+  KEYS[2] the waiters: owner id → when it first found the lock taken
+  KEYS[3] optional: this request's release marker (written only when holds remain, read only on a retry). A release
+          the client expects to free the lock (its last hold here) is sent without one; if holds would remain after
+          all (the owner id also holds it elsewhere), nothing is changed and -2 asks for the marker
+  ARGV[1] owner id
+  ARGV[2] channel to publish a release on
+  ARGV[3] the mode, a digit: all + 2 × retry, where all is 1 to release every hold of this owner at once (0: one),
+          and retry is 1 when this is a retry of a request whose reply was lost (informational: a marker is checked
+          on every run, since a client that resends after a reconnect can deliver the same request twice)
+  ARGV[4] with a marker: the marker TTL in ms
+  ARGV[last] the publish command (appended by the client, see includes/notify.lua)
+  A reservation lasts 50 ms: past it, any waiter may take the lock.
+  Returns the holds left (0 = released, and one waiter per process told: the longest-waiting one where it waits),
+  -1 when this owner does not hold the lock, -2 when a marker is needed. A retry of a partial release returns what
+  the first run returned; a retry of a full release finds the lock gone (-1), which the client reads as "released"
+  when it held the lock when it first sent it.
+]]
+--- @include "notify"
+--- @include "lock-value"
+local mode = tonumber(ARGV[3])
+local marker = KEYS[3]
+-- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
+if marker then
+  local done = redis.call('get', marker)
+  if done then
+    return tonumber(done)
+  end
+end
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner ~= ARGV[1] or count == 0 then
+  return -1
+end
+local left = 0
+if mode % 2 == 0 then
+  left = count - 1
+end
+if left <= 0 then
+  local next = redis.call('zrange', KEYS[2], 0, 0)[1]
+  if next then
+    redis.call('zrem', KEYS[2], next)
+    redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', 50)
+    notify(ARGV[2], '1:' .. next)
+  else
+    redis.call('del', KEYS[1])
+    notify(ARGV[2], '1')
+  end
+  return 0
+end
+if not marker then
+  return -2
+end
+redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
+redis.call('set', marker, left, 'px', ARGV[4])
+return left
