@@ -3,11 +3,12 @@
  * watchdog lease), for a CPU profile:
  *
  *   npm run build
- *   node --cpu-prof --cpu-prof-dir=results/tmp --import tsx bench/profile-throughput.ts [--seconds=5] [--in-flight=64] [--lease]
+ *   node --cpu-prof --cpu-prof-dir=results/tmp --import tsx bench/profile-throughput.ts [--seconds=5] [--in-flight=64] [--lease] [--impl=floor]
  *   npx tsx bench/top-frames.ts results/tmp/CPU.<…>.0.<n>.cpuprofile
  *
  * It runs the built bundle (dist/, through bench/holdfast.ts), as users do. `--lease`
- * takes a fixed 30 s lease instead of the watchdog. Starts its own redis-server; prints cycles/s.
+ * takes a fixed 30 s lease instead of the watchdog; `--impl` profiles another row of the
+ * independent-keys table instead (e.g. `floor`, `holdfast FairLock`). Starts its own redis-server; prints cycles/s.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -19,9 +20,10 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     'in-flight': { type: 'string', default: '64' },
     lease: { type: 'boolean', default: false },
+    impl: { type: 'string' },
   },
 });
-const id = values.lease ? 'holdfast Lock, lease' : 'holdfast Lock, watchdog';
+const id = values.impl ?? (values.lease ? 'holdfast Lock, lease' : 'holdfast Lock, watchdog');
 const implementation = implementations.find((i) => i.id === id);
 if (!implementation) throw new Error(`no implementation ${id}`);
 const inFlight = Number(values['in-flight']);
