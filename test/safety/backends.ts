@@ -6,12 +6,14 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type RedisTransport } from '../../src/index.js';
 import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
+import { Keys } from '../../src/keys.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
 import { perfOffset, refNow } from './clock.js';
+import type { LockKind } from './protocol.js';
 
 /** What a held lock tells the worker. */
 export interface HeldHandle {
@@ -34,8 +36,18 @@ export interface BackendHooks {
   onRenewed(sendRef: number, validUntil: number, leaseMs: number): void;
 }
 
+/** One lock of a backend that serves many (the Cluster backend): which primitive, which name. */
+export interface AcquireTarget {
+  kind: LockKind;
+  name: string;
+}
+
 export interface LockBackend {
-  acquire(options: { timeoutMs: number; signal: AbortSignal }): Promise<HeldHandle>;
+  /**
+   * `target`: the lock to take, for a backend of many locks (the others have one, their configuration's). `onRenewed`:
+   * this hold's watchdog renewals, for a backend that reports them per hold rather than through its hooks.
+   */
+  acquire(options: { timeoutMs: number; signal: AbortSignal; target?: AcquireTarget; onRenewed?: BackendHooks['onRenewed'] }): Promise<HeldHandle>;
   close(): Promise<void>;
 }
 
@@ -242,6 +254,135 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
     async close() {
       await redlock.close().catch(() => {});
       for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+/** A connected Redis Cluster client of the given kind, set up as test/support/cluster-clients.ts does. */
+async function connectCluster(kind: BackendConfig['adapter'], urls: string[]): Promise<{ redis: unknown; disconnect: () => void }> {
+  const nodes = urls.map((u) => new URL(u)).map((u) => ({ host: u.hostname, port: Number(u.port) }));
+  if (kind === 'ioredis') {
+    const client = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
+    client.on('error', () => {});
+    await client.connect();
+    return { redis: client, disconnect: () => client.disconnect() };
+  }
+  const { createCluster } = await import('redis');
+  const client = createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
+  client.on('error', () => {});
+  await client.connect();
+  return {
+    redis: client,
+    disconnect: () => {
+      try {
+        client.destroy();
+      } catch {
+        /* already closed */
+      }
+    },
+  };
+}
+
+/**
+ * holdfast over a Redis Cluster client (ioredis `Cluster` or node-redis `createCluster`, sharded pub/sub), on many
+ * names and three exclusive primitives: `Lock`, `FairLock` (waiterTimeout 2 s) and the write lock of a `ReadWriteLock`,
+ * all minting from the counter of their name's slot. One holdfast client per process, shared by its loops. What it
+ * sends is observed, never changed: per lock key and owner, the send of the last acquire script (the fair lock's
+ * background claim left out, as in {@link holdfastBackend}) and the renewals that succeeded.
+ */
+export async function clusterBackend(config: BackendConfig): Promise<LockBackend> {
+  const { redis, disconnect } = await connectCluster(config.adapter, config.urls);
+  const offset = perfOffset();
+  const keys = new Keys(config.prefix);
+  const fairAcquire: string = scripts['fair-lock/acquire'].sha;
+  const acquireShas = new Set<string>([scripts['lock/acquire'].sha, fairAcquire, scripts['rw/write-acquire'].sha]);
+  const renewShas = new Set<string>([scripts['lock/renew'].sha, scripts['owned/renew'].sha]);
+  const shaOf = new Map<string, string>(Object.values(scripts).map((d) => [d.source, d.sha]));
+  /** `<lock key> <owner>` → reference time of the last acquire script sent for it. */
+  const sent = new Map<string, number>();
+  /** `<lock key> <owner>` of a live hold → what to call when a renewal of it succeeded (sent at `sendRef`). */
+  const renewing = new Map<string, (sendRef: number) => void>();
+  const inner = toTransport(redis);
+  const observe = (sha: string | undefined, k: readonly string[], a: readonly unknown[], reply: Promise<unknown>): void => {
+    if (sha === undefined) return;
+    const id = `${k[0]} ${String(a[0])}`;
+    if (acquireShas.has(sha) && !(sha === fairAcquire && a[3] === '2')) {
+      sent.delete(id);
+      sent.set(id, refNow());
+      // (entries of acquisitions that failed are never read: keep the newest few thousand)
+      if (sent.size > 5000) for (const old of [...sent.keys()].slice(0, 1000)) sent.delete(old);
+    } else if (renewShas.has(sha) && renewing.has(id)) {
+      const at = refNow();
+      reply.then(
+        (r) => {
+          // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
+          if (r === 1) setImmediate(() => renewing.get(id)?.(at));
+        },
+        () => {},
+      );
+    }
+  };
+  const observed: RedisTransport = {
+    kind: inner.kind,
+    ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
+    command: (a, k) => inner.command(a, k),
+    createSubscriber: (f, sharded) => inner.createSubscriber(f, sharded),
+    evalsha: (sha, k, a) => {
+      const reply = inner.evalsha(sha, k, a);
+      observe(sha, k, a, reply);
+      return reply;
+    },
+    // (a node that never ran a script answers NOSCRIPT and holdfast sends it whole)
+    eval: (source, k, a) => {
+      const reply = inner.eval(source, k, a);
+      observe(shaOf.get(source), k, a, reply);
+      return reply;
+    },
+  };
+  const holdfast = new Holdfast({
+    redis: observed,
+    prefix: config.prefix,
+    commandTimeout: config.commandTimeoutMs,
+    shardedPubSub: true,
+    ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
+  });
+  return {
+    async acquire({ timeoutMs, signal, target, onRenewed }) {
+      if (!target) throw new Error('the cluster backend acquires a named target');
+      const called = refNow();
+      const options = { timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) };
+      const { kind, name } = target;
+      const [key, held] =
+        kind === 'lock'
+          ? [keys.lock(name), await holdfast.lock(name).acquire(options)]
+          : kind === 'fair'
+            ? [keys.fairLock(name), await holdfast.fairLock(name, { waiterTimeout: 2000 }).acquire(options)]
+            : [keys.rwWriter(name), await holdfast.readWriteLock(name).writeLock().acquire(options)];
+      const id = `${key} ${held.owner}`;
+      // (never missing in practice; the call's start is the earliest it can be)
+      const sendRef = sent.get(id) ?? called;
+      sent.delete(id);
+      if (onRenewed && config.watchdog) renewing.set(id, (at) => onRenewed(at, held.hold.lease.deadline + offset, config.leaseMs));
+      return {
+        token: held.token,
+        leaseMs: config.leaseMs,
+        sendRef,
+        validUntil: () => held.hold.lease.deadline + offset,
+        signal: held.signal,
+        async extend(leaseMs) {
+          const sendRef = refNow();
+          await held.extend(leaseMs);
+          return { sendRef, validUntil: held.hold.lease.deadline + offset };
+        },
+        async release() {
+          renewing.delete(id);
+          await held.release();
+        },
+      };
+    },
+    async close() {
+      await holdfast.close().catch(() => {});
+      disconnect();
     },
   };
 }
