@@ -195,11 +195,18 @@ export async function checkCluster(
     const from = invs.get(g.grant) ?? g.sendRef;
     return migrations.some((m) => m.slot === slot && m.from <= g.ref && m.to >= from);
   });
+  const released = new Map<string, number>();
+  for (const e of events) if (e.type === 'rel.inv') released.set(e.grant, e.ref);
+  const heldAcross = inMigrated.filter((g) => {
+    const slot = slotOfName(split(g.lock).name);
+    const until = released.get(g.grant) ?? Infinity;
+    return migrations.some((m) => m.slot === slot && m.from <= until && m.to >= g.ref);
+  });
   const names = new Set(grants.map((g) => split(g.lock).name));
   notes.push(
     `${grants.length} acquisitions (${tally(grants.map((g) => split(g.lock).kind))}) of ${names.size} distinct names in ${namesBySlot.size} slots; ` +
       `${[...namesBySlot.values()].filter((s) => s.size > 1).length} slots had grants of 2 or more names (their tokens checked in grant order across names); ` +
-      `${inMigrated.length} acquisitions in the migrated slots, ${across.length} of them while their slot was migrating.`,
+      `${inMigrated.length} acquisitions in the migrated slots: ${across.length} acquired and ${heldAcross.length} held while their slot was migrating.`,
   );
   notes.push(
     `${migrations.length} slot migrations (${migrated.map((s) => `slot ${s}: ${migrations.filter((m) => m.slot === s).length}`).join(', ')}), ${movedKeys} keys moved in all; ` +
@@ -234,13 +241,14 @@ export async function checkCluster(
   );
   if (state.counters.length > 16_384) why.push(`${state.counters.length} fencing counters (more than 16,384)`);
   if (state.counters.length > attemptedSlots.size) why.push(`${state.counters.length} fencing counters for ${attemptedSlots.size} slots locked`);
-  if (shared.length) why.push(`${shared.length} slot(s) with several counters (e.g. ${shared[0]!.map((c) => c.key).join(', ')})`);
+  if (shared.length) why.push(`${shared.length} slot(s) with several counters (e.g. ${shared[0]!.slice(0, 3).map((c) => c.key).join(', ')}, …)`);
   if (state.misplaced.length) why.push(`${state.misplaced.length} key(s) on a node that does not serve their slot (e.g. ${state.misplaced[0]})`);
   if (state.withoutTtl.length) why.push(`${state.withoutTtl.length} key(s) without a TTL (e.g. ${state.withoutTtl.slice(0, 3).join(', ')})`);
-  for (const [slot, max] of maxBySlot) {
-    const value = countersBySlot.get(slot)?.[0]?.value ?? 0;
-    if (value < max) why.push(`slot ${slot}: counter at ${value}, below the token ${max} it granted`);
-  }
+  const below = [...maxBySlot].flatMap(([slot, max]) => {
+    const value = Math.max(0, ...(countersBySlot.get(slot) ?? []).map((c) => c.value));
+    return value < max ? [`slot ${slot}: counter at ${value}, token ${max} granted`] : [];
+  });
+  if (below.length) why.push(`${below.length} slot(s) whose counter is below a token granted from it (e.g. ${below.slice(0, 3).join('; ')})`);
   return { notes, why };
 }
 

@@ -569,7 +569,7 @@ export const scenarios: Scenario[] = [
       'Redis Cluster, 3 masters: Lock, FairLock and write lock on 3,000 names (400 in each of 3 slots, 10 in each of 20 more), loops of 6 worker processes on ioredis and node-redis; the 3 slots migrated key by key back and forth between masters',
     backend: 'holdfast-cluster',
     workers: 6,
-    worker: { workMs: 2, usesPerGrant: 2, thinkMs: 5, commandTimeoutMs: 500 },
+    worker: { workMs: 3, usesMin: 1, usesPerGrant: 6, thinkMs: 5, commandTimeoutMs: 500 },
     cluster: {
       masters: 3,
       loops: 3,
@@ -582,7 +582,7 @@ export const scenarios: Scenario[] = [
       fillers: 60,
     },
     durationMs: 20_000,
-    quickMs: 8_000,
+    quickMs: 6_000,
     livenessBoundMs: 3000,
     async nemesis(ctx) {
       const c = ctx.cluster;
