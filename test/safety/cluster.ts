@@ -218,8 +218,14 @@ export async function checkCluster(
   const failed = events.filter((e): e is Extract<HistoryEvent, { type: 'acq.fail' | 'acq.info' }> => (e.type === 'acq.fail' || e.type === 'acq.info') && e.code !== 'STOPPED');
   const relNot = events.filter((e): e is Extract<HistoryEvent, { type: 'rel.fail' | 'rel.info' }> => e.type === 'rel.fail' || e.type === 'rel.info');
   const extNot = events.filter((e): e is Extract<HistoryEvent, { type: 'ext.fail' | 'ext.info' }> => e.type === 'ext.fail' || e.type === 'ext.info');
+  // a failure counts as "in a migration" when its attempt overlapped a migration of its name's slot
+  const duringMigration = failed.filter((e) => {
+    const slot = slotOfName(split(e.lock).name);
+    const from = invs.get(e.grant) ?? e.ref;
+    return migrations.some((m) => m.slot === slot && m.from <= e.ref && m.to >= from);
+  });
   notes.push(
-    `Acquisitions failed: ${failed.length} (${tally(failed.map((e) => e.code))}); releases not confirmed: ${relNot.length} (${tally(relNot.map((e) => e.code))}); ` +
+    `Acquisitions failed: ${failed.length}, ${duringMigration.length} of them while their slot was migrating (${tally(failed.map((e) => e.code))}); releases not confirmed: ${relNot.length} (${tally(relNot.map((e) => e.code))}); ` +
       `extensions failed: ${extNot.length}; locks lost (signal aborted): ${events.filter((e) => e.type === 'lost').length}.`,
   );
   const untyped = [...failed, ...relNot, ...extNot].filter((e) => e.code.startsWith('untyped'));
@@ -260,7 +266,7 @@ export async function slotKeysWithoutTtl(port: number, slot: number, prefix: str
   const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 3 });
   redis.on('error', () => {});
   try {
-    const all = (await redis.cluster('GETKEYSINSLOT', slot, 100_000)) as string[];
+    const all = await redis.cluster('GETKEYSINSLOT', slot, 100_000);
     const mine = all.filter((k) => k.startsWith(prefix) && !k.endsWith(':fence'));
     const ttls = await Promise.all(mine.map((k) => redis.pttl(k)));
     return { checked: mine.length, without: mine.filter((_, i) => ttls[i] === -1) };
