@@ -2,8 +2,8 @@
  * `npm run safety` — runs the fault scenarios against real redis-server processes and client worker processes,
  * checks every history and prints (and writes to `results/safety-<date>.md`) a table per scenario.
  *
- *   npm run safety                      every scenario (~3–4 min)
- *   npm run safety -- --quick           the seeded CI subset (≤ 75 s; ~61 s on a loaded 2-core VM)
+ *   npm run safety                      every scenario (~6 min)
+ *   npm run safety -- --quick           the seeded CI subset (~61 s on a loaded 2-core VM, plus 10–13 s for the Cluster scenario)
  *   npm run safety -- --seed 7 --only holder-paused,crashed-holder
  *   npm run safety -- --keep            keep the JSONL histories (always kept when something fails)
  *
