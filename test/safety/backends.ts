@@ -65,18 +65,26 @@ export interface BackendConfig {
 }
 
 /**
- * A connected client of the given kind, set up as test/support/clients.ts does. node-redis is imported only when
- * asked for: loading it costs a second of start-up per worker on a busy two-core machine.
+ * A connected client of the given kind, set up as test/support/clients.ts does — or, given a list of root nodes, a
+ * Redis Cluster client, as test/support/cluster-clients.ts does. node-redis is imported only when asked for: loading it
+ * costs a second of start-up per worker on a busy two-core machine.
  */
-async function connectClient(kind: BackendConfig['adapter'], url: string): Promise<{ redis: unknown; disconnect: () => void }> {
+async function connectClient(kind: BackendConfig['adapter'], target: string | string[]): Promise<{ redis: unknown; disconnect: () => void }> {
+  const nodes = typeof target === 'string' ? [] : target.map((u) => new URL(u)).map((u) => ({ host: u.hostname, port: Number(u.port) }));
   if (kind === 'ioredis') {
-    const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    const client =
+      typeof target === 'string'
+        ? new Redis(target, { maxRetriesPerRequest: 1, lazyConnect: true })
+        : new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
     client.on('error', () => {});
     await client.connect();
     return { redis: client, disconnect: () => client.disconnect() };
   }
-  const { createClient } = await import('redis');
-  const client = createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
+  const { createClient, createCluster } = await import('redis');
+  const client =
+    typeof target === 'string'
+      ? createClient({ url: target, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } })
+      : createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
   client.on('error', () => {});
   await client.connect();
   return {
@@ -89,6 +97,42 @@ async function connectClient(kind: BackendConfig['adapter'], url: string): Promi
       }
     },
   };
+}
+
+/**
+ * Reports the watchdog renewals of one hold that succeeded, each with the send it was observed at and the deadline the
+ * hold has once its reply is in. A reply that comes back late — after holdfast gave up on that renewal at its command
+ * timeout and a later renewal, sent since, has succeeded — finds the deadline that later renewal set: it is left to the
+ * later one to report. (A deadline beyond this send + lease that no later success explains is still reported, for the
+ * checker to judge.)
+ */
+export class RenewalWatch {
+  /** The send time of the latest-sent renewal whose success came back so far. */
+  #renewed = -Infinity;
+
+  constructor(
+    readonly leaseMs: number,
+    readonly deadline: () => number,
+    readonly report: (sendRef: number, validUntil: number, leaseMs: number) => void,
+  ) {}
+
+  /** A renewal of this hold was just sent; `reply` is its reply (1: renewed). */
+  sent(reply: Promise<unknown>): void {
+    const at = refNow();
+    reply.then(
+      (r) => {
+        if (r !== 1) return;
+        this.#renewed = Math.max(this.#renewed, at);
+        // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
+        setImmediate(() => {
+          const validUntil = this.deadline();
+          if (validUntil > at + this.leaseMs && this.#renewed > at) return;
+          this.report(at, validUntil, this.leaseMs);
+        });
+      },
+      () => {},
+    );
+  }
 }
 
 /**
@@ -108,6 +152,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
   const inner = toTransport(redis);
   let acquireSent = 0;
   let current: HeldLock | undefined;
+  let watch: RenewalWatch | undefined;
   const observed: RedisTransport = {
     kind: inner.kind,
     ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
@@ -120,16 +165,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
       // (not the fair lock's background claim, its mode '2': that is sent once the lock is already held; the plain
       // lock's ARGV[4] is its wait mode, and every attempt counts)
       if (keys[0] === lockKey && sha === acquireSha && (!fair || args[3] !== '2')) acquireSent = sent;
-      if (keys[0] === lockKey && sha === renewSha && config.watchdog) {
-        const held = current;
-        reply.then(
-          (r) => {
-            // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
-            if (r === 1 && held && held === current) setImmediate(() => hooks.onRenewed(sent, held.hold.lease.deadline + offset, config.leaseMs));
-          },
-          () => {},
-        );
-      }
+      if (keys[0] === lockKey && sha === renewSha) watch?.sent(reply);
       return reply;
     },
   };
@@ -144,6 +180,11 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     async acquire({ timeoutMs, signal }) {
       const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
       current = held;
+      watch = config.watchdog
+        ? new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+            if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
+          })
+        : undefined;
       return {
         token: held.token,
         leaseMs: config.leaseMs,
@@ -157,6 +198,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
         },
         async release() {
           current = undefined;
+          watch = undefined;
           await held.release();
         },
       };
@@ -258,31 +300,6 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
   };
 }
 
-/** A connected Redis Cluster client of the given kind, set up as test/support/cluster-clients.ts does. */
-async function connectCluster(kind: BackendConfig['adapter'], urls: string[]): Promise<{ redis: unknown; disconnect: () => void }> {
-  const nodes = urls.map((u) => new URL(u)).map((u) => ({ host: u.hostname, port: Number(u.port) }));
-  if (kind === 'ioredis') {
-    const client = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
-    client.on('error', () => {});
-    await client.connect();
-    return { redis: client, disconnect: () => client.disconnect() };
-  }
-  const { createCluster } = await import('redis');
-  const client = createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
-  client.on('error', () => {});
-  await client.connect();
-  return {
-    redis: client,
-    disconnect: () => {
-      try {
-        client.destroy();
-      } catch {
-        /* already closed */
-      }
-    },
-  };
-}
-
 /**
  * holdfast over a Redis Cluster client (ioredis `Cluster` or node-redis `createCluster`, sharded pub/sub), on many
  * names and three exclusive primitives: `Lock`, `FairLock` (waiterTimeout 2 s) and the write lock of a `ReadWriteLock`,
@@ -291,7 +308,7 @@ async function connectCluster(kind: BackendConfig['adapter'], urls: string[]): P
  * background claim left out, as in {@link holdfastBackend}) and the renewals that succeeded.
  */
 export async function clusterBackend(config: BackendConfig): Promise<LockBackend> {
-  const { redis, disconnect } = await connectCluster(config.adapter, config.urls);
+  const { redis, disconnect } = await connectClient(config.adapter, config.urls);
   const offset = perfOffset();
   const keys = new Keys(config.prefix);
   const fairAcquire: string = scripts['fair-lock/acquire'].sha;
@@ -300,8 +317,8 @@ export async function clusterBackend(config: BackendConfig): Promise<LockBackend
   const shaOf = new Map<string, string>(Object.values(scripts).map((d) => [d.source, d.sha]));
   /** `<lock key> <owner>` → reference time of the last acquire script sent for it. */
   const sent = new Map<string, number>();
-  /** `<lock key> <owner>` of a live hold → what to call when a renewal of it succeeded (sent at `sendRef`). */
-  const renewing = new Map<string, (sendRef: number) => void>();
+  /** `<lock key> <owner>` of a live hold → its renewals. */
+  const renewing = new Map<string, RenewalWatch>();
   const inner = toTransport(redis);
   const observe = (sha: string | undefined, k: readonly string[], a: readonly unknown[], reply: Promise<unknown>): void => {
     if (sha === undefined) return;
@@ -311,16 +328,7 @@ export async function clusterBackend(config: BackendConfig): Promise<LockBackend
       sent.set(id, refNow());
       // (entries of acquisitions that failed are never read: keep the newest few thousand)
       if (sent.size > 5000) for (const old of [...sent.keys()].slice(0, 1000)) sent.delete(old);
-    } else if (renewShas.has(sha) && renewing.has(id)) {
-      const at = refNow();
-      reply.then(
-        (r) => {
-          // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
-          if (r === 1) setImmediate(() => renewing.get(id)?.(at));
-        },
-        () => {},
-      );
-    }
+    } else if (renewShas.has(sha)) renewing.get(id)?.sent(reply);
   };
   const observed: RedisTransport = {
     kind: inner.kind,
@@ -362,7 +370,12 @@ export async function clusterBackend(config: BackendConfig): Promise<LockBackend
       // (never missing in practice; the call's start is the earliest it can be)
       const sendRef = sent.get(id) ?? called;
       sent.delete(id);
-      if (onRenewed && config.watchdog) renewing.set(id, (at) => onRenewed(at, held.hold.lease.deadline + offset, config.leaseMs));
+      if (onRenewed && config.watchdog) {
+        const watch = new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+          if (renewing.get(id) === watch) onRenewed(sendRef, validUntil, leaseMs);
+        });
+        renewing.set(id, watch);
+      }
       return {
         token: held.token,
         leaseMs: config.leaseMs,
