@@ -96,16 +96,8 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
   let count = 0;
   let finished = false;
 
-  // A Cluster scenario: the names (written for the workers), and filler keys in the slots to migrate.
   let plan: NamePlan | undefined;
   let names: NamesConfig | undefined;
-  if (s.cluster && cluster) {
-    const { masters: _m, loops: _l, names: spec, fillers, ...window } = s.cluster;
-    plan = planNames(seed, PREFIX, spec);
-    names = { path: join(dir, 'names.json'), ...window };
-    writeFileSync(names.path, JSON.stringify(plan.names));
-    await addFillers(cluster, PREFIX, plan.names, plan.migrating, fillers);
-  }
 
   const spawn = async (): Promise<WorkerHandle> => {
     const n = ++count;
@@ -144,6 +136,14 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
 
   const started = refNow();
   try {
+    // A Cluster scenario: the names (written for the workers), and filler keys in the slots to migrate.
+    if (s.cluster && cluster) {
+      const { masters: _m, loops: _l, names: spec, fillers, ...window } = s.cluster;
+      plan = planNames(seed, PREFIX, spec);
+      names = { path: join(dir, 'names.json'), ...window };
+      writeFileSync(names.path, JSON.stringify(plan.names));
+      await addFillers(cluster, PREFIX, plan.names, plan.migrating, fillers);
+    }
     await Promise.all(Array.from({ length: workerCount }, () => spawn()));
     const setupMs = Math.round(refNow() - started);
     const end = refNow() + durationMs;
