@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type RedisTransport } from '../../src/index.js';
+import type { LeasedHeld } from '../../src/internal/hold.js';
 import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
 import { Keys } from '../../src/keys.js';
@@ -100,6 +101,29 @@ async function connectClient(kind: BackendConfig['adapter'], target: string | st
 }
 
 /**
+ * The handle of a holdfast hold (any primitive: its lease deadline, converted to reference time by `offset`).
+ * `onRelease` runs as the release starts.
+ */
+function leasedHandle(held: LeasedHeld, token: number, offset: number, leaseMs: number, sendRef: number, onRelease: () => void): HeldHandle {
+  return {
+    token,
+    leaseMs,
+    sendRef,
+    validUntil: () => held.hold.lease.deadline + offset,
+    signal: held.signal,
+    async extend(ms) {
+      const sendRef = refNow();
+      await held.extend(ms);
+      return { sendRef, validUntil: held.hold.lease.deadline + offset };
+    },
+    async release() {
+      onRelease();
+      await held.release();
+    },
+  };
+}
+
+/**
  * Reports the watchdog renewals of one hold that succeeded, each with the send it was observed at and the deadline the
  * hold has once its reply is in. A reply that comes back late — after holdfast gave up on that renewal at its command
  * timeout and a later renewal, sent since, has succeeded — finds the deadline that later renewal set: it is left to the
@@ -185,23 +209,10 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
             if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
           })
         : undefined;
-      return {
-        token: held.token,
-        leaseMs: config.leaseMs,
-        sendRef: acquireSent,
-        validUntil: () => held.hold.lease.deadline + offset,
-        signal: held.signal,
-        async extend(leaseMs) {
-          const sendRef = refNow();
-          await held.extend(leaseMs);
-          return { sendRef, validUntil: held.hold.lease.deadline + offset };
-        },
-        async release() {
-          current = undefined;
-          watch = undefined;
-          await held.release();
-        },
-      };
+      return leasedHandle(held, held.token, offset, config.leaseMs, acquireSent, () => {
+        current = undefined;
+        watch = undefined;
+      });
     },
     async close() {
       await holdfast.close().catch(() => {});
@@ -275,23 +286,11 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
       const held = semaphore ? await semaphore.acquire(1, options) : await lock.acquire(options);
       current = held;
       reported = held.hold.lease.deadline;
-      return {
-        token: 'token' in held ? held.token : 0,
-        leaseMs: config.leaseMs,
-        // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
-        sendRef: held.hold.lease.deadline + offset - config.leaseMs + drift,
-        validUntil: () => held.hold.lease.deadline + offset,
-        signal: held.signal,
-        async extend(leaseMs) {
-          const sendRef = refNow();
-          await held.extend(leaseMs);
-          return { sendRef, validUntil: held.hold.lease.deadline + offset };
-        },
-        async release() {
-          current = undefined;
-          await held.release();
-        },
-      };
+      // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
+      const sendRef = held.hold.lease.deadline + offset - config.leaseMs + drift;
+      return leasedHandle(held, 'token' in held ? held.token : 0, offset, config.leaseMs, sendRef, () => {
+        current = undefined;
+      });
     },
     async close() {
       await redlock.close().catch(() => {});
@@ -376,22 +375,7 @@ export async function clusterBackend(config: BackendConfig): Promise<LockBackend
         });
         renewing.set(id, watch);
       }
-      return {
-        token: held.token,
-        leaseMs: config.leaseMs,
-        sendRef,
-        validUntil: () => held.hold.lease.deadline + offset,
-        signal: held.signal,
-        async extend(leaseMs) {
-          const sendRef = refNow();
-          await held.extend(leaseMs);
-          return { sendRef, validUntil: held.hold.lease.deadline + offset };
-        },
-        async release() {
-          renewing.delete(id);
-          await held.release();
-        },
-      };
+      return leasedHandle(held, held.token, offset, config.leaseMs, sendRef, () => renewing.delete(id));
     },
     async close() {
       await holdfast.close().catch(() => {});
