@@ -6,12 +6,15 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type RedisTransport } from '../../src/index.js';
+import type { LeasedHeld } from '../../src/internal/hold.js';
 import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
+import { Keys } from '../../src/keys.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
 import { perfOffset, refNow } from './clock.js';
+import type { LockKind } from './protocol.js';
 
 /** What a held lock tells the worker. */
 export interface HeldHandle {
@@ -34,8 +37,18 @@ export interface BackendHooks {
   onRenewed(sendRef: number, validUntil: number, leaseMs: number): void;
 }
 
+/** One lock of a backend that serves many (the Cluster backend): which primitive, which name. */
+export interface AcquireTarget {
+  kind: LockKind;
+  name: string;
+}
+
 export interface LockBackend {
-  acquire(options: { timeoutMs: number; signal: AbortSignal }): Promise<HeldHandle>;
+  /**
+   * `target`: the lock to take, for a backend of many locks (the others have one, their configuration's). `onRenewed`:
+   * this hold's watchdog renewals, for a backend that reports them per hold rather than through its hooks.
+   */
+  acquire(options: { timeoutMs: number; signal: AbortSignal; target?: AcquireTarget; onRenewed?: BackendHooks['onRenewed'] }): Promise<HeldHandle>;
   close(): Promise<void>;
 }
 
@@ -53,18 +66,26 @@ export interface BackendConfig {
 }
 
 /**
- * A connected client of the given kind, set up as test/support/clients.ts does. node-redis is imported only when
- * asked for: loading it costs a second of start-up per worker on a busy two-core machine.
+ * A connected client of the given kind, set up as test/support/clients.ts does — or, given a list of root nodes, a
+ * Redis Cluster client, as test/support/cluster-clients.ts does. node-redis is imported only when asked for: loading it
+ * costs a second of start-up per worker on a busy two-core machine.
  */
-async function connectClient(kind: BackendConfig['adapter'], url: string): Promise<{ redis: unknown; disconnect: () => void }> {
+async function connectClient(kind: BackendConfig['adapter'], target: string | string[]): Promise<{ redis: unknown; disconnect: () => void }> {
+  const nodes = typeof target === 'string' ? [] : target.map((u) => new URL(u)).map((u) => ({ host: u.hostname, port: Number(u.port) }));
   if (kind === 'ioredis') {
-    const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    const client =
+      typeof target === 'string'
+        ? new Redis(target, { maxRetriesPerRequest: 1, lazyConnect: true })
+        : new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 }, lazyConnect: true });
     client.on('error', () => {});
     await client.connect();
     return { redis: client, disconnect: () => client.disconnect() };
   }
-  const { createClient } = await import('redis');
-  const client = createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
+  const { createClient, createCluster } = await import('redis');
+  const client =
+    typeof target === 'string'
+      ? createClient({ url: target, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } })
+      : createCluster({ rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) });
   client.on('error', () => {});
   await client.connect();
   return {
@@ -77,6 +98,65 @@ async function connectClient(kind: BackendConfig['adapter'], url: string): Promi
       }
     },
   };
+}
+
+/**
+ * The handle of a holdfast hold (any primitive: its lease deadline, converted to reference time by `offset`).
+ * `onRelease` runs as the release starts.
+ */
+function leasedHandle(held: LeasedHeld, token: number, offset: number, leaseMs: number, sendRef: number, onRelease: () => void): HeldHandle {
+  return {
+    token,
+    leaseMs,
+    sendRef,
+    validUntil: () => held.hold.lease.deadline + offset,
+    signal: held.signal,
+    async extend(ms) {
+      const sendRef = refNow();
+      await held.extend(ms);
+      return { sendRef, validUntil: held.hold.lease.deadline + offset };
+    },
+    async release() {
+      onRelease();
+      await held.release();
+    },
+  };
+}
+
+/**
+ * Reports the watchdog renewals of one hold that succeeded, each with the send it was observed at and the deadline the
+ * hold has once its reply is in. A reply that comes back late — after holdfast gave up on that renewal at its command
+ * timeout and a later renewal, sent since, has succeeded — finds the deadline that later renewal set: it is left to the
+ * later one to report. (A deadline beyond this send + lease that no later success explains is still reported, for the
+ * checker to judge.)
+ */
+export class RenewalWatch {
+  /** The send time of the latest-sent renewal whose success came back so far. */
+  #renewed = -Infinity;
+
+  constructor(
+    readonly leaseMs: number,
+    readonly deadline: () => number,
+    readonly report: (sendRef: number, validUntil: number, leaseMs: number) => void,
+  ) {}
+
+  /** A renewal of this hold was just sent; `reply` is its reply (1: renewed). */
+  sent(reply: Promise<unknown>): void {
+    const at = refNow();
+    reply.then(
+      (r) => {
+        if (r !== 1) return;
+        this.#renewed = Math.max(this.#renewed, at);
+        // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
+        setImmediate(() => {
+          const validUntil = this.deadline();
+          if (validUntil > at + this.leaseMs && this.#renewed > at) return;
+          this.report(at, validUntil, this.leaseMs);
+        });
+      },
+      () => {},
+    );
+  }
 }
 
 /**
@@ -96,6 +176,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
   const inner = toTransport(redis);
   let acquireSent = 0;
   let current: HeldLock | undefined;
+  let watch: RenewalWatch | undefined;
   const observed: RedisTransport = {
     kind: inner.kind,
     ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
@@ -108,16 +189,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
       // (not the fair lock's background claim, its mode '2': that is sent once the lock is already held; the plain
       // lock's ARGV[4] is its wait mode, and every attempt counts)
       if (keys[0] === lockKey && sha === acquireSha && (!fair || args[3] !== '2')) acquireSent = sent;
-      if (keys[0] === lockKey && sha === renewSha && config.watchdog) {
-        const held = current;
-        reply.then(
-          (r) => {
-            // The lease confirms the renewal in the same microtask chain; read the deadline once it has.
-            if (r === 1 && held && held === current) setImmediate(() => hooks.onRenewed(sent, held.hold.lease.deadline + offset, config.leaseMs));
-          },
-          () => {},
-        );
-      }
+      if (keys[0] === lockKey && sha === renewSha) watch?.sent(reply);
       return reply;
     },
   };
@@ -132,22 +204,15 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
     async acquire({ timeoutMs, signal }) {
       const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
       current = held;
-      return {
-        token: held.token,
-        leaseMs: config.leaseMs,
-        sendRef: acquireSent,
-        validUntil: () => held.hold.lease.deadline + offset,
-        signal: held.signal,
-        async extend(leaseMs) {
-          const sendRef = refNow();
-          await held.extend(leaseMs);
-          return { sendRef, validUntil: held.hold.lease.deadline + offset };
-        },
-        async release() {
-          current = undefined;
-          await held.release();
-        },
-      };
+      watch = config.watchdog
+        ? new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+            if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
+          })
+        : undefined;
+      return leasedHandle(held, held.token, offset, config.leaseMs, acquireSent, () => {
+        current = undefined;
+        watch = undefined;
+      });
     },
     async close() {
       await holdfast.close().catch(() => {});
@@ -221,27 +286,100 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
       const held = semaphore ? await semaphore.acquire(1, options) : await lock.acquire(options);
       current = held;
       reported = held.hold.lease.deadline;
-      return {
-        token: 'token' in held ? held.token : 0,
-        leaseMs: config.leaseMs,
-        // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
-        sendRef: held.hold.lease.deadline + offset - config.leaseMs + drift,
-        validUntil: () => held.hold.lease.deadline + offset,
-        signal: held.signal,
-        async extend(leaseMs) {
-          const sendRef = refNow();
-          await held.extend(leaseMs);
-          return { sendRef, validUntil: held.hold.lease.deadline + offset };
-        },
-        async release() {
-          current = undefined;
-          await held.release();
-        },
-      };
+      // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
+      const sendRef = held.hold.lease.deadline + offset - config.leaseMs + drift;
+      return leasedHandle(held, 'token' in held ? held.token : 0, offset, config.leaseMs, sendRef, () => {
+        current = undefined;
+      });
     },
     async close() {
       await redlock.close().catch(() => {});
       for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+/**
+ * holdfast over a Redis Cluster client (ioredis `Cluster` or node-redis `createCluster`, sharded pub/sub), on many
+ * names and three exclusive primitives: `Lock`, `FairLock` (waiterTimeout 2 s) and the write lock of a `ReadWriteLock`,
+ * all minting from the counter of their name's slot. One holdfast client per process, shared by its loops. What it
+ * sends is observed, never changed: per lock key and owner, the send of the last acquire script (the fair lock's
+ * background claim left out, as in {@link holdfastBackend}) and the renewals that succeeded.
+ */
+export async function clusterBackend(config: BackendConfig): Promise<LockBackend> {
+  const { redis, disconnect } = await connectClient(config.adapter, config.urls);
+  const offset = perfOffset();
+  const keys = new Keys(config.prefix);
+  const fairAcquire: string = scripts['fair-lock/acquire'].sha;
+  const acquireShas = new Set<string>([scripts['lock/acquire'].sha, fairAcquire, scripts['rw/write-acquire'].sha]);
+  const renewShas = new Set<string>([scripts['lock/renew'].sha, scripts['owned/renew'].sha]);
+  const shaOf = new Map<string, string>(Object.values(scripts).map((d) => [d.source, d.sha]));
+  /** `<lock key> <owner>` → reference time of the last acquire script sent for it. */
+  const sent = new Map<string, number>();
+  /** `<lock key> <owner>` of a live hold → its renewals. */
+  const renewing = new Map<string, RenewalWatch>();
+  const inner = toTransport(redis);
+  const observe = (sha: string | undefined, k: readonly string[], a: readonly unknown[], reply: Promise<unknown>): void => {
+    if (sha === undefined) return;
+    const id = `${k[0]} ${String(a[0])}`;
+    if (acquireShas.has(sha) && !(sha === fairAcquire && a[3] === '2')) {
+      sent.delete(id);
+      sent.set(id, refNow());
+      // (entries of acquisitions that failed are never read: keep the newest few thousand)
+      if (sent.size > 5000) for (const old of [...sent.keys()].slice(0, 1000)) sent.delete(old);
+    } else if (renewShas.has(sha)) renewing.get(id)?.sent(reply);
+  };
+  const observed: RedisTransport = {
+    kind: inner.kind,
+    ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
+    command: (a, k) => inner.command(a, k),
+    createSubscriber: (f, sharded) => inner.createSubscriber(f, sharded),
+    evalsha: (sha, k, a) => {
+      const reply = inner.evalsha(sha, k, a);
+      observe(sha, k, a, reply);
+      return reply;
+    },
+    // (a node that never ran a script answers NOSCRIPT and holdfast sends it whole)
+    eval: (source, k, a) => {
+      const reply = inner.eval(source, k, a);
+      observe(shaOf.get(source), k, a, reply);
+      return reply;
+    },
+  };
+  const holdfast = new Holdfast({
+    redis: observed,
+    prefix: config.prefix,
+    commandTimeout: config.commandTimeoutMs,
+    shardedPubSub: true,
+    ...(config.watchdog ? { watchdogLease: config.leaseMs, watchdogInterval: config.watchdogIntervalMs } : {}),
+  });
+  return {
+    async acquire({ timeoutMs, signal, target, onRenewed }) {
+      if (!target) throw new Error('the cluster backend acquires a named target');
+      const called = refNow();
+      const options = { timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) };
+      const { kind, name } = target;
+      const [key, held] =
+        kind === 'lock'
+          ? [keys.lock(name), await holdfast.lock(name).acquire(options)]
+          : kind === 'fair'
+            ? [keys.fairLock(name), await holdfast.fairLock(name, { waiterTimeout: 2000 }).acquire(options)]
+            : [keys.rwWriter(name), await holdfast.readWriteLock(name).writeLock().acquire(options)];
+      const id = `${key} ${held.owner}`;
+      // (never missing in practice; the call's start is the earliest it can be)
+      const sendRef = sent.get(id) ?? called;
+      sent.delete(id);
+      if (onRenewed && config.watchdog) {
+        const watch = new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+          if (renewing.get(id) === watch) onRenewed(sendRef, validUntil, leaseMs);
+        });
+        renewing.set(id, watch);
+      }
+      return leasedHandle(held, held.token, offset, config.leaseMs, sendRef, () => renewing.delete(id));
+    },
+    async close() {
+      await holdfast.close().catch(() => {});
+      disconnect();
     },
   };
 }

@@ -223,6 +223,52 @@ void describe('tokens, validity and release', () => {
     assert.deepEqual(r.findings, []);
   });
 
+  void test('locks that share a counter (tokenGroups): tokens increase across them from the acquisition start', () => {
+    const slot = { ...opts, tokenGroups: (lock: string) => [`slot of ${lock}`.replace(/[AB]$/, 'AB')] };
+    // B's acquisition began after A's grant: its token must be larger, though B is another lock
+    const back = checkHistory([...grant({ w: 'a', lock: 'A', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', lock: 'B', inv: 150, ok: 160, token: 3, rel: 300 })], slot);
+    assert.deepEqual(
+      back.findings.map((f) => [f.kind, f.verdict]),
+      [['token-regress', 'bug']],
+    );
+    assert.match(back.findings[0]!.detail, /slot of AB/);
+    assert.equal(back.overlaps.length, 0, 'two locks: no overlap');
+    // the same tokens without a group, or in different groups, are no finding
+    assert.deepEqual(checkHistory([...grant({ w: 'a', lock: 'A', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', lock: 'B', inv: 150, ok: 160, token: 3, rel: 300 })], opts).findings, []);
+    // a shared counter never hands out one token twice
+    const dup = checkHistory([...grant({ w: 'a', lock: 'A', ok: 100, token: 4, rel: 110 }), ...grant({ w: 'b', lock: 'B', ok: 100, token: 4, rel: 120 })], slot);
+    assert.deepEqual(
+      dup.findings.map((f) => f.kind),
+      ['duplicate-token'],
+    );
+    // B began (inv 90) before A was granted: its token was minted at some point of its acquisition, either order is fine,
+    // even though its last request (sendRef 150) came after A's grant (a hand-off can mint before the waiter's last request)
+    const waited = checkHistory(
+      [...grant({ w: 'a', lock: 'A', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', lock: 'B', inv: 90, sendRef: 150, ok: 160, token: 3, rel: 300 })],
+      slot,
+    );
+    assert.deepEqual(waited.findings, []);
+    // a data loss in between explains it
+    const lost = checkHistory(
+      [
+        ...grant({ w: 'a', lock: 'A', ok: 100, token: 7, rel: 200 }),
+        nemesis({ kind: 'restart-server', target: 'n', from: 120, to: 130, dataLoss: true }),
+        ...grant({ w: 'b', lock: 'B', inv: 150, ok: 160, token: 3, rel: 300 }),
+      ],
+      slot,
+    );
+    assert.deepEqual(
+      lost.findings.map((f) => f.verdict),
+      ['expected'],
+    );
+  });
+
+  void test('one backward token is reported once, whichever groups see it', () => {
+    const groups = { ...opts, tokenGroups: () => ['name n', 'slot 1'] };
+    const r = checkHistory([...grant({ w: 'a', ok: 100, token: 7, rel: 200 }), ...grant({ w: 'b', ok: 300, token: 3, rel: 400 })], groups);
+    assert.equal(r.findings.length, 1);
+  });
+
   void test('a validity longer than the lease from the send is unsound', () => {
     const r = checkHistory(grant({ w: 'a', ok: 100, sendRef: 95, validUntil: 1100, token: 1, rel: 200 }), opts);
     assert.deepEqual(
@@ -279,6 +325,15 @@ void describe('liveness', () => {
     assert.equal(slow.findings[0]?.kind, 'liveness');
     const fast = checkHistory([...grant({ w: 'a', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', inv: 150, sendRef: 202, ok: 203, token: 2, rel: 300 })], opts);
     assert.deepEqual(fast.liveness, { checks: 1, held: true, maxLatencyMs: null, maxHandoffMs: 3 });
+  });
+
+  void test('the hand-off bound is per lock: a waiter on another lock does not count', () => {
+    const r = checkHistory(
+      [...grant({ w: 'a', lock: 'L', ok: 100, token: 1, rel: 200 }), ...grant({ w: 'b', lock: 'M', inv: 150, sendRef: 2900, ok: 3000, token: 2, rel: 3100 })],
+      opts,
+    );
+    assert.equal(r.liveness.held, true);
+    assert.equal(r.liveness.checks, 0);
   });
 
   void test('no grant at all after a healed fault breaks recovery', () => {

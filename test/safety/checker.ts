@@ -11,7 +11,8 @@
  *   holder was paused across its own deadline, or its critical section overran the margin it checked for — and a
  *   **bug** otherwise. Claims (what the library promised) may only overlap after data loss.
  * - **Tokens.** Two grants never share a token; a grant requested after another was granted gets a larger token
- *   (unless the server lost its data in between: expected).
+ *   (unless the server lost its data in between: expected). The same across a group of locks that share a counter
+ *   (`tokenGroups`: the names of one Redis Cluster slot), from the acquisition's start.
  * - **Validity soundness.** A claimed `validUntil` is never later than `sendRef + leaseMs`: the earliest moment
  *   Redis could expire the key.
  * - **Release.** A release refused as "not held" while the lease was still valid and nothing was lost is a bug.
@@ -45,6 +46,14 @@ export interface CheckOptions {
   tokenScope?: 'single' | 'quorum' | 'none';
   /** How many grants of one lock may run at once (a semaphore's permits, one per grant). @default 1 (mutual exclusion) */
   permits?: number;
+  /**
+   * Groups of locks that mint from one counter, by lock: e.g. every kind of lock on one name, and every name of one
+   * Redis Cluster slot. Within a group, as within one lock, two grants never share a token and a grant whose
+   * acquisition began after another was granted gets a larger token. (The acquisition's start, not its last request:
+   * a waiter's token can be minted by the script that hands the lock over, before the waiter's own last request.)
+   * Checked with the same data-loss exceptions as `tokenScope`. @default none
+   */
+  tokenGroups?: (lock: string) => readonly string[];
 }
 
 /** One grant as the checker sees it. */
@@ -52,6 +61,8 @@ export interface Grant {
   id: string;
   w: string;
   lock: string;
+  /** When the acquisition began (its `acq.inv`; the send of the granted request when that is missing). */
+  inv: number;
   start: number;
   token: number;
   sendRef: number;
@@ -109,7 +120,11 @@ const NOT_HELD = 'LOCK_NOT_HELD';
 /** Builds grants from a history (events of every worker plus nemesis events, any order). */
 export function buildGrants(events: readonly HistoryEvent[], endRef: number): Grant[] {
   const kills = new Map<string, number>();
-  for (const e of events) if (e.type === 'nemesis' && e.kind === 'kill-client') kills.set(e.target, Math.min(kills.get(e.target) ?? Infinity, e.from));
+  const invoked = new Map<string, number>();
+  for (const e of events) {
+    if (e.type === 'nemesis' && e.kind === 'kill-client') kills.set(e.target, Math.min(kills.get(e.target) ?? Infinity, e.from));
+    else if (e.type === 'acq.inv') invoked.set(e.grant, e.ref);
+  }
   const sorted = [...events].sort((a, b) => refOf(a) - refOf(b));
   const grants = new Map<string, Grant>();
   const openUses = new Map<string, { inv: number; end: number; complete: boolean }>();
@@ -120,6 +135,7 @@ export function buildGrants(events: readonly HistoryEvent[], endRef: number): Gr
         id: e.grant,
         w: e.w,
         lock: e.lock,
+        inv: Math.min(invoked.get(e.grant) ?? e.sendRef, e.sendRef),
         start: e.ref,
         token: e.token,
         sendRef: e.sendRef,
@@ -195,8 +211,52 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
 
   const overlaps: Overlap[] = [];
   const findings: Finding[] = [];
+  const reported = new Set<string>();
+  const report = (f: Finding, pair: string): void => {
+    if (reported.has(pair)) return;
+    reported.add(pair);
+    findings.push(f);
+  };
+  /**
+   * `list` (sorted by start): no two grants share a token; a grant requested (`requestOf`) after another was granted
+   * has a larger token. `group` names a group of locks sharing a counter (a pair of one lock is the lock's own check).
+   */
+  const checkTokens = (list: readonly Grant[], requestOf: (g: Grant) => number, group?: string): void => {
+    const where = group === undefined ? '' : ` (${group})`;
+    const seen = new Map<number, Grant>();
+    for (const g of list) {
+      const other = seen.get(g.token);
+      if (other) {
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : other.start, g.start);
+        report(
+          { kind: 'duplicate-token', verdict: expected ? 'expected' : 'bug', detail: `${other.id} and ${g.id} both got token ${g.token}${where}` },
+          `dup ${other.id} ${g.id}`,
+        );
+      } else seen.set(g.token, g);
+    }
+    const byRequest = [...list].sort((a, b) => requestOf(a) - requestOf(b));
+    let i = 0;
+    let max: Grant | undefined;
+    for (const h of byRequest) {
+      while (i < list.length && list[i]!.start < requestOf(h) - u) {
+        const g = list[i++]!;
+        if (!max || g.token > max.token) max = g;
+      }
+      if (max && max !== h && max.token > h.token) {
+        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : max.start, h.start);
+        report(
+          {
+            kind: 'token-regress',
+            verdict: expected ? 'expected' : 'bug',
+            detail: `${h.id} got token ${h.token} after ${max.id} was granted ${max.token}${where}`,
+          },
+          `regress ${h.id}`,
+        );
+      }
+    }
+  };
   const byLock = new Map<string, Grant[]>();
-  for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
+  for (const g of grants) pushTo(byLock, g.lock, g);
 
   const permits = opts.permits ?? 1;
   /** Judges `group` (grants still running) and `h` (starting) at once, overlapping for `overlapMs`. */
@@ -267,33 +327,14 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     }
 
     // Tokens: unique, and increasing in real-time order of grant → request.
-    if (opts.tokenScope === 'none') continue;
-    const seen = new Map<number, Grant>();
-    for (const g of list) {
-      const other = seen.get(g.token);
-      if (other) {
-        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : other.start, g.start);
-        findings.push({ kind: 'duplicate-token', verdict: expected ? 'expected' : 'bug', detail: `${other.id} and ${g.id} both got token ${g.token}` });
-      } else seen.set(g.token, g);
-    }
-    const byStart = [...list];
-    const bySend = [...list].sort((a, b) => a.sendRef - b.sendRef);
-    let i = 0;
-    let max: Grant | undefined;
-    for (const h of bySend) {
-      while (i < byStart.length && byStart[i]!.start < h.sendRef - u) {
-        const g = byStart[i++]!;
-        if (!max || g.token > max.token) max = g;
-      }
-      if (max && max !== h && max.token >= h.token && max.token !== h.token) {
-        const expected = lossBetween(opts.tokenScope === 'quorum' ? -Infinity : max.start, h.start);
-        findings.push({
-          kind: 'token-regress',
-          verdict: expected ? 'expected' : 'bug',
-          detail: `${h.id} got token ${h.token} after ${max.id} was granted ${max.token}`,
-        });
-      }
-    }
+    if (opts.tokenScope !== 'none') checkTokens(list, (g) => g.sendRef);
+  }
+
+  // Counters shared by several locks: the same, across the locks of each group (from the acquisition's start).
+  if (opts.tokenGroups && opts.tokenScope !== 'none') {
+    const groups = new Map<string, Grant[]>();
+    for (const g of grants) for (const key of opts.tokenGroups(g.lock)) pushTo(groups, key, g);
+    for (const [key, list] of groups) checkTokens(list.sort((a, b) => a.start - b.start), (g) => g.inv, key);
   }
 
   // Validity soundness: the client never counts on more than the earliest possible expiry.
@@ -356,26 +397,32 @@ export function checkHistory(events: readonly HistoryEvent[], opts: CheckOptions
     }
   }
 
-  // Hand-off: with a worker waiting and no fault around, a released or expired lock is granted again within the bound.
-  const byStartAll = [...grants].sort((a, b) => a.start - b.start);
+  // Hand-off: with a worker waiting for the same lock and no fault around, a released or expired lock is granted
+  // again within the bound.
   const outcomes = new Map<string, number>();
-  for (const e of events) if (e.type === 'acq.ok' || e.type === 'acq.fail' || e.type === 'acq.info') outcomes.set(e.grant, e.ref);
-  const invocations = events.filter((e): e is Extract<HistoryEvent, { type: 'acq.inv' }> => e.type === 'acq.inv');
+  const invocations = new Map<string, Extract<HistoryEvent, { type: 'acq.inv' }>[]>();
+  for (const e of events) {
+    if (e.type === 'acq.ok' || e.type === 'acq.fail' || e.type === 'acq.info') outcomes.set(e.grant, e.ref);
+    else if (e.type === 'acq.inv') pushTo(invocations, e.lock, e);
+  }
   let maxHandoff: number | null = null;
-  for (let k = 0; k + 1 < byStartAll.length; k++) {
-    const g = byStartAll[k]!;
-    const h = byStartAll[k + 1]!;
-    const freed = g.claimEnd;
-    if (!Number.isFinite(freed) || h.start <= freed) continue;
-    const quiet = !nemeses.some((n) => n.from <= h.start && n.to + recovery >= freed - g.leaseMs);
-    const waiting = invocations.some((i) => i.w !== g.w && i.ref < freed && (outcomes.get(i.grant) ?? Infinity) > freed);
-    if (!quiet || !waiting) continue;
-    checks++;
-    const gap = h.start - freed;
-    maxHandoff = Math.max(maxHandoff ?? 0, gap);
-    if (gap > bound) {
-      held = false;
-      findings.push({ kind: 'liveness', verdict: 'bug', detail: `${g.id} freed the lock at a time a worker waited; next grant ${h.id} after ${round(gap)} ms > ${bound} ms` });
+  for (const [lock, list] of byLock) {
+    // (sorted by start by the sweep above)
+    for (let k = 0; k + 1 < list.length; k++) {
+      const g = list[k]!;
+      const h = list[k + 1]!;
+      const freed = g.claimEnd;
+      if (!Number.isFinite(freed) || h.start <= freed) continue;
+      const quiet = !nemeses.some((n) => n.from <= h.start && n.to + recovery >= freed - g.leaseMs);
+      const waiting = (invocations.get(lock) ?? []).some((i) => i.w !== g.w && i.ref < freed && (outcomes.get(i.grant) ?? Infinity) > freed);
+      if (!quiet || !waiting) continue;
+      checks++;
+      const gap = h.start - freed;
+      maxHandoff = Math.max(maxHandoff ?? 0, gap);
+      if (gap > bound) {
+        held = false;
+        findings.push({ kind: 'liveness', verdict: 'bug', detail: `${g.id} freed the lock at a time a worker waited; next grant ${h.id} after ${round(gap)} ms > ${bound} ms` });
+      }
     }
   }
 
@@ -468,6 +515,12 @@ export function checkResource(state: ResourceState): ResourceReport {
     lostFenced: fencedWrites - state.fencedCounter,
     lostUnfenced: state.shadow.length - state.unfencedCounter,
   };
+}
+
+function pushTo<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }
 
 function round(ms: number): number {

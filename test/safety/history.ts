@@ -48,9 +48,11 @@ export type HistoryEvent =
 /** A fault the runner injected (or healed): `to` is the end of the fault, `from` its start. */
 export interface NemesisEvent {
   type: 'nemesis';
-  kind: 'pause-client' | 'kill-client' | 'pause-server' | 'restart-server' | 'cut' | 'blackhole' | 'delay' | 'kill-server';
+  kind: 'pause-client' | 'kill-client' | 'pause-server' | 'restart-server' | 'cut' | 'blackhole' | 'delay' | 'kill-server' | 'migrate-slot';
   /** A worker id or a server name. */
   target: string;
+  /** The Redis Cluster slot a `migrate-slot` moved. */
+  slot?: number;
   from: number;
   to: number;
   /** The lock server lost its data (restart without persistence): lock state and fencing counters are gone. */

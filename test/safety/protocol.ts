@@ -5,13 +5,38 @@
  * @module
  */
 
+/** The exclusive holdfast primitives the Cluster backend drives: `Lock`, `FairLock`, the write side of `ReadWriteLock`. */
+export type LockKind = 'lock' | 'fair' | 'write';
+
+/**
+ * Many lock names instead of one. The list (a JSON array in `path`) is read as a ring; an acquisition picks one name
+ * at random from a window of `window` consecutive names that moves on by `step` names every `periodMs` of the shared
+ * reference clock, so every worker's window is the same at the same time (names are contended while in it), and the
+ * run goes through many distinct names. The kind is picked at random from `kinds` (repeat a kind to weight it).
+ */
+export interface NamesConfig {
+  path: string;
+  window: number;
+  step: number;
+  periodMs: number;
+  kinds: LockKind[];
+}
+
 export interface WorkerConfig {
   id: string;
   /**
    * `holdfast-fair`: the FairLock (waiterTimeout 2 s) instead of the Lock. `redlock-semaphore`: one permit per grant of
-   * a Redlock semaphore of `permits` permits.
+   * a Redlock semaphore of `permits` permits. `holdfast-cluster`: holdfast over a Redis Cluster client (`urls` are its
+   * root nodes) on the names and kinds of `names`.
    */
-  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock' | 'redlock-semaphore';
+  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock' | 'redlock-semaphore' | 'holdfast-cluster';
+  /** Required by `holdfast-cluster`: the names and kinds it acquires (the history's lock is then `<kind>:<name>`). */
+  names?: NamesConfig;
+  /**
+   * Acquire → use → release loops this process runs at once, each its own worker in the history (`<id>.<n>`); only
+   * `holdfast-cluster` takes more than 1. @default 1
+   */
+  loops?: number;
   /**
    * Grants that may run at once (a semaphore's permits). Above 1 a use touches no oracle (concurrent holders of a
    * semaphore are no violation of it), it only works `workMs`.

@@ -2,8 +2,8 @@
  * `npm run safety` — runs the fault scenarios against real redis-server processes and client worker processes,
  * checks every history and prints (and writes to `results/safety-<date>.md`) a table per scenario.
  *
- *   npm run safety                      every scenario (~3–4 min)
- *   npm run safety -- --quick           the seeded CI subset (≤ 75 s; ~61 s on a loaded 2-core VM)
+ *   npm run safety                      every scenario (~6 min)
+ *   npm run safety -- --quick           the seeded CI subset (~61 s on a loaded 2-core VM, plus 10–13 s for the Cluster scenario)
  *   npm run safety -- --seed 7 --only holder-paused,crashed-holder
  *   npm run safety -- --keep            keep the JSONL histories (always kept when something fails)
  *
@@ -18,17 +18,21 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { Redis } from 'ioredis';
+import { Keys, slotOf } from '../../src/keys.js';
+import { RedisCluster } from '../support/cluster.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { WorkerProcess } from '../support/processes.js';
 import { RedisServer } from '../support/redis-server.js';
 import { checkHistory, checkResource, type HistoryReport, type ResourceReport } from './checker.js';
+import { addFillers, checkCluster, planNames, type NamePlan } from './cluster.js';
 import { measureCrossProcessClock } from './clock-check.js';
 import { refNow } from './clock.js';
 import { readHistory, type HistoryEvent, type NemesisEvent } from './history.js';
 import { Oracle } from './oracle.js';
 import { scenarios, WORKER_DEFAULTS, type NemesisContext, type Scenario, type WorkerHandle } from './scenarios.js';
-import { rng, type WorkerConfig, type WorkerMessage } from './protocol.js';
+import { rng, type NamesConfig, type WorkerConfig, type WorkerMessage } from './protocol.js';
 
+const PREFIX = 'safety:';
 const WORKER_SOURCE = fileURLToPath(new URL('./worker.ts', import.meta.url));
 let WORKER = WORKER_SOURCE;
 
@@ -71,13 +75,16 @@ export interface ScenarioResult {
   resource: ResourceReport;
   verdict: 'pass' | 'FAIL';
   why: string[];
+  /** Figures a scenario adds to its line in the results (a Cluster run's migrations, counters, failures by code). */
+  notes: string[];
   dir: string;
 }
 
 async function runScenario(s: Scenario, seed: number, durationMs: number, workerCount: number, uncertaintyMs: number, dir: string): Promise<ScenarioResult & { setupMs: number }> {
   const random = rng(seed);
   const oracleServer = await RedisServer.start();
-  const servers = await Promise.all(Array.from({ length: s.servers ?? 1 }, () => RedisServer.start({ args: s.serverArgs ?? [] })));
+  const cluster = s.cluster ? await RedisCluster.start(s.cluster.masters, 0) : undefined;
+  const servers = cluster ? [] : await Promise.all(Array.from({ length: s.servers ?? 1 }, () => RedisServer.start({ args: s.serverArgs ?? [] })));
   const oracleRedis = new Redis(oracleServer.url);
   oracleRedis.on('error', () => {});
   const proxies: FaultProxy[] = [];
@@ -89,10 +96,14 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
   let count = 0;
   let finished = false;
 
+  let plan: NamePlan | undefined;
+  let names: NamesConfig | undefined;
+
   const spawn = async (): Promise<WorkerHandle> => {
     const n = ++count;
     const id = `w${n}`;
-    const own = await Promise.all(servers.map((srv) => FaultProxy.start(srv.port, { random })));
+    // (a Cluster client must reach the nodes at the addresses they announce: no proxy)
+    const own = cluster ? [] : await Promise.all(servers.map((srv) => FaultProxy.start(srv.port, { random })));
     proxies.push(...own);
     const config: WorkerConfig = {
       ...WORKER_DEFAULTS,
@@ -101,10 +112,11 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       backend: s.backend,
       permits: s.permits ?? 1,
       adapter: n % 2 === 1 ? 'ioredis' : 'node-redis',
-      urls: own.map((p) => p.url),
+      urls: cluster ? cluster.nodes.map((node) => `redis://${node.host}:${node.port}`) : own.map((p) => p.url),
+      ...(names && s.cluster ? { names, loops: s.cluster.loops } : {}),
       oracleUrl: oracleServer.url,
       lock,
-      prefix: 'safety:',
+      prefix: PREFIX,
       historyPath: join(dir, `${id}.jsonl`),
       seed: seed * 1000 + n,
     };
@@ -124,6 +136,14 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
 
   const started = refNow();
   try {
+    // A Cluster scenario: the names (written for the workers), and filler keys in the slots to migrate.
+    if (s.cluster && cluster) {
+      const { masters: _m, loops: _l, names: spec, fillers, ...window } = s.cluster;
+      plan = planNames(seed, PREFIX, spec);
+      names = { path: join(dir, 'names.json'), ...window };
+      writeFileSync(names.path, JSON.stringify(plan.names));
+      await addFillers(cluster, PREFIX, plan.names, plan.migrating, fillers);
+    }
     await Promise.all(Array.from({ length: workerCount }, () => spawn()));
     const setupMs = Math.round(refNow() - started);
     const end = refNow() + durationMs;
@@ -131,6 +151,7 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
     const ctx: NemesisContext = {
       random,
       servers,
+      ...(cluster && plan ? { cluster: { cluster, slots: plan.migrating } } : {}),
       workers: () => workers.filter((w) => w.process.alive),
       done: () => finished || refNow() >= end,
       sleep: (ms) =>
@@ -178,9 +199,19 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
       tokenScope: s.tokenScope ?? 'single',
       permits: s.permits ?? 1,
       endRef,
+      ...(cluster ? { tokenGroups: clusterTokenGroups() } : {}),
     });
-    const resource = checkResource(await new Oracle(oracleRedis).state(lock));
+    // The fenced resource of every lock the workers used (one for most scenarios).
+    const locks = new Set([lock, ...events.flatMap((e) => (e.type === 'acq.inv' ? [e.lock] : []))]);
+    const oracle = new Oracle(oracleRedis);
+    const resource = sumResources(await Promise.all([...locks].map(async (l) => checkResource(await oracle.state(l)))));
     const why: string[] = [];
+    const notes: string[] = [];
+    if (cluster && plan) {
+      const c = await checkCluster(cluster, PREFIX, events, plan.migrating);
+      notes.push(...c.notes);
+      why.push(...c.why);
+    }
     if (history.counts.bug > 0) why.push(`${history.counts.bug} bug(s)`);
     if (resource.staleAccepted > 0) why.push(`${resource.staleAccepted} stale write(s) accepted`);
     if (resource.lostFenced !== 0) why.push(`${resource.lostFenced} fenced update(s) lost`);
@@ -190,14 +221,35 @@ async function runScenario(s: Scenario, seed: number, durationMs: number, worker
     const expectedOverlaps = history.overlaps.filter((o) => o.verdict === 'expected').length;
     if (resource.lostUnfenced > 0 && expectedOverlaps === 0) why.push(`${resource.lostUnfenced} lost update(s) with no overlap to explain them`);
     if (s.expectViolation && expectedOverlaps === 0) why.push('self-test saw no double grant: the checker may be blind');
-    return { setupMs, scenario: s, seed, durationMs: Math.round((refNow() - started) / 100) * 100, history, resource, verdict: why.length ? 'FAIL' : 'pass', why, dir };
+    return { setupMs, scenario: s, seed, durationMs: Math.round((refNow() - started) / 100) * 100, history, resource, verdict: why.length ? 'FAIL' : 'pass', why, notes, dir };
   } finally {
     finished = true;
     await Promise.all(workers.map((w) => w.process.kill()));
     await Promise.all(proxies.map((p) => p.close()));
     oracleRedis.disconnect();
     await Promise.all([oracleServer, ...servers].map((srv) => srv.stop()));
+    await cluster?.stop();
   }
+}
+
+/** On a Cluster, a lock `<kind>:<name>` mints from the counter of its name's slot: every kind of a name, every name of a slot. */
+function clusterTokenGroups(): (lock: string) => string[] {
+  const keys = new Keys(PREFIX);
+  const cache = new Map<string, string[]>();
+  return (lock) => {
+    let groups = cache.get(lock);
+    if (!groups) {
+      const name = lock.slice(lock.indexOf(':') + 1);
+      cache.set(lock, (groups = [`name ${name}`, `slot ${slotOf(keys.lock(name))}`]));
+    }
+    return groups;
+  };
+}
+
+function sumResources(reports: ResourceReport[]): ResourceReport {
+  const sum: ResourceReport = { fencedWrites: 0, rejected: 0, staleAccepted: 0, shadowStale: 0, lostFenced: 0, lostUnfenced: 0 };
+  for (const r of reports) for (const k of Object.keys(sum) as (keyof ResourceReport)[]) sum[k] += r[k];
+  return sum;
 }
 
 function row(r: ScenarioResult): string {
@@ -242,6 +294,7 @@ async function main(): Promise<void> {
     const r = await runScenario(s, seed, duration, args.quick ? Math.min(s.workers, 4) : s.workers, uncertaintyMs, dir);
     results.push(r);
     console.log(`${r.verdict}${r.why.length ? ` (${r.why.join('; ')})` : ''}: ${r.history.grants} acquisitions, ${r.history.faults} faults (${r.durationMs / 1000} s, start-up ${(r.setupMs / 1000).toFixed(1)} s)`);
+    for (const note of r.notes) console.log(`  ${note}`);
     for (const o of r.history.overlaps.filter((x) => x.verdict === 'bug').slice(0, 5)) console.log(`  overlap ${o.first} / ${o.second}: ${o.overlapMs} ms (${o.reason})`);
     for (const f of r.history.findings.filter((x) => x.verdict === 'bug').slice(0, 5)) console.log(`  ${f.kind}: ${f.detail}`);
   }
@@ -269,8 +322,9 @@ async function main(): Promise<void> {
     '',
     ...results.map(
       (r) =>
-        `- **${r.scenario.name}** (seed ${r.seed}, ${r.scenario.workers} workers, ${r.durationMs / 1000} s): ${r.scenario.title}. ` +
-        `Leases extended ${r.history.leases.extended}, extensions refused ${r.history.leases.refused}, losses signalled ${r.history.leases.lost}.`,
+        `- **${r.scenario.name}** (seed ${r.seed}, ${r.scenario.workers} workers${r.scenario.cluster ? ` × ${r.scenario.cluster.loops} loops` : ''}, ${r.durationMs / 1000} s): ${r.scenario.title}. ` +
+        `Leases extended ${r.history.leases.extended}, extensions refused ${r.history.leases.refused}, losses signalled ${r.history.leases.lost}.` +
+        r.notes.map((n) => ` ${n}`).join(''),
     ),
     '',
     '## Why the expected findings were expected',

@@ -6,25 +6,29 @@
  *
  * @module
  */
+import type { RedisCluster } from '../support/cluster.js';
 import type { FaultProxy } from '../support/fault-proxy.js';
 import type { WorkerProcess } from '../support/processes.js';
 import type { RedisServer } from '../support/redis-server.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
+import { slotKeysWithoutTtl, type NamePlanSpec } from './cluster.js';
 import type { NemesisEvent } from './history.js';
-import type { WorkerConfig, WorkerMessage } from './protocol.js';
+import type { NamesConfig, WorkerConfig, WorkerMessage } from './protocol.js';
 
 /** A worker as the nemesis sees it. */
 export interface WorkerHandle {
   id: string;
   process: WorkerProcess<WorkerMessage>;
-  /** One proxy per lock server, in server order. */
+  /** One proxy per lock server, in server order (none on a Cluster: workers reach its nodes directly). */
   proxies: FaultProxy[];
 }
 
 export interface NemesisContext {
   random: () => number;
-  /** Lock servers (not the oracle). */
+  /** Lock servers (not the oracle); empty for a Cluster scenario. */
   servers: RedisServer[];
+  /** A Cluster scenario's cluster and the slots its names were planned to crowd (see {@link ClusterSpec}). */
+  cluster?: { cluster: RedisCluster; slots: number[] };
   workers: () => WorkerHandle[];
   /** True once the scenario's time is up: a nemesis loop ends then. */
   done: () => boolean;
@@ -64,6 +68,21 @@ export interface Scenario {
   livenessBoundMs: number;
   recoveryBoundMs?: number;
   nemesis?: (ctx: NemesisContext) => Promise<void>;
+  /** A Redis Cluster instead of standalone servers (`backend` is then `holdfast-cluster`). */
+  cluster?: ClusterSpec;
+}
+
+/**
+ * A Redis Cluster scenario: `masters` masters, no replicas; each worker process runs `loops` loops (workers of their
+ * own) on the names `names` plans, picked through a moving window (`window`, `step`, `periodMs`, `kinds`: see
+ * NamesConfig); `fillers` plain keys without a TTL (outside the lock prefix) sit in each crowded slot, so that a
+ * migration moves keys batch by batch and the lock keys and the counter move somewhere in the middle.
+ */
+export interface ClusterSpec extends Omit<NamesConfig, 'path'> {
+  masters: number;
+  loops: number;
+  names: NamePlanSpec;
+  fillers: number;
 }
 
 /** Defaults every scenario starts from. */
@@ -541,6 +560,55 @@ export const scenarios: Scenario[] = [
         for (const off of offs) off();
         await Promise.all(picked.map((n) => n.launch()));
         ctx.record({ kind: 'kill-server', target: '3 of 5 nodes', from, to: ctx.now() });
+      });
+    },
+  },
+  {
+    name: 'slot-migration-names',
+    title:
+      'Redis Cluster, 3 masters: Lock, FairLock and write lock on 3,000 names (400 in each of 3 slots, 10 in each of 20 more), loops of 6 worker processes on ioredis and node-redis; the 3 slots migrated key by key back and forth between masters',
+    backend: 'holdfast-cluster',
+    workers: 6,
+    worker: { workMs: 3, usesMin: 1, usesPerGrant: 6, thinkMs: 5, commandTimeoutMs: 500 },
+    cluster: {
+      masters: 3,
+      loops: 3,
+      names: { migratingSlots: 3, perMigratingSlot: 400, sharedSlots: 20, perSharedSlot: 10, scattered: 1600 },
+      // 48 names in play at a time (contended), moving on by 16 every 100 ms: about 3,000 distinct names in 20 s
+      window: 48,
+      step: 16,
+      periodMs: 100,
+      kinds: ['lock', 'lock', 'fair', 'write'],
+      fillers: 60,
+    },
+    durationMs: 20_000,
+    quickMs: 6_000,
+    livenessBoundMs: 3000,
+    async nemesis(ctx) {
+      const c = ctx.cluster;
+      if (!c) return;
+      const masters = (await c.cluster.masters()).map((m) => m.port);
+      let k = 0;
+      let failed = false;
+      await every(ctx, 100, 400, async () => {
+        if (failed) return;
+        // one slot after another, each to one of the two masters that do not serve it now
+        const slot = c.slots[k++ % c.slots.length]!;
+        const from = await c.cluster.ownerOf(slot);
+        const others = masters.filter((p) => p !== from);
+        const to = others[Math.floor(ctx.random() * others.length)]!;
+        const start = ctx.now();
+        try {
+          const moved = await c.cluster.migrateSlot(slot, to, 20);
+          const end = ctx.now();
+          // the lock keys that moved kept their TTL (a lease must still run out)
+          const { checked, without } = await slotKeysWithoutTtl(to, slot, 'safety:');
+          if (without.length) ctx.fail(`after migrating slot ${slot}: ${without.length} key(s) without a TTL (${without.slice(0, 3).join(', ')})`);
+          ctx.record({ kind: 'migrate-slot', target: `slot ${slot}: ${from} → ${to}, ${moved} keys, ${checked} lock keys with a TTL`, from: start, to: end, slot });
+        } catch (error) {
+          failed = true;
+          ctx.fail(`migrating slot ${slot} from ${from} to ${to} failed: ${(error as Error).message}`);
+        }
       });
     },
   },
