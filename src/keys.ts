@@ -111,6 +111,9 @@ function counterTable(prefix: string): (string | undefined)[] {
 
 /** Builds key names for one prefix. */
 export class Keys {
+  /** This prefix's counter table, looked up once. */
+  #counters: (string | undefined)[] | undefined;
+
   constructor(readonly prefix: string) {}
 
   /** `{name}` with the prefix: the part every key of this name starts with. */
@@ -126,7 +129,8 @@ export class Keys {
    * of its Redis Cluster slot (see the module's notes), in the name's slot.
    */
   fence(name: string): string {
-    const key = counterTable(this.prefix)[slotOf(this.lock(name))];
+    // every key of a name is in the slot of its `{…}` part (or of the prefix's own hash tag): the base decides it
+    const key = (this.#counters ??= counterTable(this.prefix))[slotOf(this.base(name))];
     if (key === undefined) throw new Error(`holdfast: no fencing counter key for the slot of "${name}" under prefix "${this.prefix}"`);
     return key;
   }

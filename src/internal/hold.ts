@@ -233,7 +233,7 @@ export class HoldTable {
    * @throws {ReleaseFailedError} when Redis could not be reached
    */
   async release(hold: Hold, request: ReleaseRequest): Promise<void> {
-    await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
+    if (hold.claim) await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
     if (hold.abandoned) return this.#retryAbandoned(hold);
     const lease = hold.lease;
     const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
