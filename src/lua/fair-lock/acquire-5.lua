@@ -20,6 +20,14 @@
   so a lease that lapses is handed on at once, not at the next heartbeat.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
 ]]
+-- The common case first, before any helper is defined: a free lock nobody queues for (no lock hash, no queue) goes
+-- to this owner at once (what advance() below would find: nobody to hand it to).
+if ARGV[4] ~= '2' and redis.call('exists', KEYS[1], KEYS[3]) == 0 then
+  local token = redis.call('incr', KEYS[2])
+  redis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return {1, token, 1}
+end
 --- @include "fair-advance"
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])

@@ -18,11 +18,11 @@
   returned; a retry of a full release finds the lock gone or handed on (-1), which the client reads as "released"
   when it held the lock when it first sent it.
 ]]
---- @include "fair-advance"
---- @include "release-retry"
-local done = release_retried(KEYS[2], ARGV[5])
+-- An earlier run of this very request (see includes/release-retry.lua, written out here: the common case below runs
+-- before any helper is defined)
+local done = redis.call('get', KEYS[2])
 if done then
-  return done
+  return tonumber(done)
 end
 local v = redis.call('hmget', KEYS[1], 'o', 'c')
 if v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then
@@ -32,6 +32,12 @@ local left = 0
 if ARGV[3] ~= '1' then
   left = tonumber(v[2]) - 1
 end
+if left <= 0 and redis.call('exists', KEYS[4]) == 0 then
+  -- the common case: freed, and nobody queues to hand it to
+  redis.call('del', KEYS[1])
+  return 0
+end
+--- @include "fair-advance"
 if left <= 0 then
   redis.call('del', KEYS[1])
   advance(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], redis_now(), tonumber(ARGV[4]))

@@ -11,6 +11,13 @@
   Returns {1, token, holdCount} when acquired; {0, ms to wait at most} when busy;
   {-1} when this owner holds the read lock (an upgrade is refused: it would deadlock with another upgrader).
 ]]
+-- The common case first, before any helper is defined: no writer, no reader, no waiting writer. Take it.
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) == 0 then
+  local token = redis.call('incr', KEYS[5])
+  redis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return {1, token, 1}
+end
 --- @include "rw-purge"
 local now = redis_now()
 rw_purge(KEYS[2], KEYS[3], KEYS[4], now)
