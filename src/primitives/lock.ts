@@ -267,16 +267,20 @@ export class Lock {
     // 0 a single attempt; 1 a first attempt that will wait (it joins the waiters if the lock is taken); 2 a waiter's
     // later attempt. The waiters let a release reserve the lock for the one that has waited longest.
     let waitMode: 0 | 1 | 2 = timeout === 0 ? 0 : 1;
+    // when this waiter first found the lock taken (Redis ms): sent back with its later attempts, so that a waiter that
+    // missed a reservation made for it keeps its place instead of going to the back
+    let since: string | undefined;
     const attempt = (budget: number): Promise<Attempt<HeldLock>> => {
       const sentAt = now();
       const mode = modes[waitMode];
       if (waitMode === 1) waitMode = 2;
-      return core.run(scripts['lock/acquire'], keys, [owner, leaseMs, mode], budget).then(
+      return core.run(scripts['lock/acquire'], keys, since === undefined ? [owner, leaseMs, mode] : [owner, leaseMs, mode, since], budget).then(
         (raw): Attempt<HeldLock> => {
           // the common reply, a first hold's bare token, without the decoding
           if (typeof raw === 'number') return { done: true, value: new HeldLock(table.held(owner, raw, sentAt, leaseMs, watchdog), 1) };
           const reply = decodeAcquire(raw);
           if (reply.acquired) return { done: true, value: new HeldLock(table.held(owner, reply.token, sentAt, leaseMs, watchdog), reply.holdCount) };
+          if (reply.since !== undefined) since ??= reply.since;
           return { done: false, retryInMs: reply.pttl === -2 ? 0 : reply.pttl };
         },
         (error: unknown) => {
@@ -409,14 +413,16 @@ export function lockScope(held: HeldLock): LockScope {
 }
 
 /** @internal What the `lock/acquire` script answered. */
-export type AcquireReply = { acquired: true; token: number; holdCount: number } | { acquired: false; pttl: number };
+export type AcquireReply = { acquired: true; token: number; holdCount: number } | { acquired: false; pttl: number; since?: string | undefined };
 
 /**
  * @internal Decodes a `lock/acquire` reply: a bare token for a first hold (the common, cheap reply),
- * `[1, token, holdCount]` for a re-entry, `[0, pttl]` when another owner holds the lock.
+ * `[1, token, holdCount]` for a re-entry, `[0, pttl]` when another owner holds the lock (`[0, pttl, since]` for a
+ * waiter: when it first found the lock taken).
  */
 export function decodeAcquire(reply: unknown): AcquireReply {
   if (!Array.isArray(reply)) return { acquired: true, token: Number(reply), holdCount: 1 };
-  const [ok, a, b] = reply as [number, number, number | undefined];
-  return ok === 1 ? { acquired: true, token: Number(a), holdCount: Number(b ?? 1) } : { acquired: false, pttl: Number(a ?? -2) };
+  const [ok, a, b] = reply as [number, number, number | string | undefined];
+  if (ok === 1) return { acquired: true, token: Number(a), holdCount: Number(b ?? 1) };
+  return { acquired: false, pttl: Number(a ?? -2), since: b === undefined || b === null ? undefined : String(b) };
 }

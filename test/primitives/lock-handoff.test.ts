@@ -3,8 +3,12 @@
  * barge past the waiters of its own process. Real redis-server, once per adapter.
  */
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import type { Holdfast } from '../../src/index.js';
+import { Keys } from '../../src/keys.js';
+import { scripts } from '../../src/lua/scripts.gen.js';
+import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 describeEachAdapter('Lock hand-off', (ctx) => {
@@ -80,5 +84,47 @@ describeEachAdapter('Lock hand-off', (ctx) => {
     const got = await waiting;
     assert.ok(performance.now() - t < 1000, 'woken by the release message');
     await got.release();
+  });
+});
+
+// The waiter list at the script level (one raw connection, every step in a set order): a waiter for which a release
+// reserved the lock, and that came too late to take it, joins again at the time it first waited, ahead of those who
+// came after it, instead of at the back.
+describe('Lock waiter list: a missed reservation keeps the waiter its place', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  void it('the next release reserves the lock for the waiter that missed one, not for a later waiter', async () => {
+    const io = new Redis(server.url);
+    try {
+      const keys = new Keys('late:');
+      const [key, fence, waiters, channel] = [keys.lock('x'), keys.fence('x'), keys.lockWaiters('x'), keys.channel('x')];
+      const acquire = (owner: string, mode: string, since?: string) =>
+        io.eval(scripts['lock/acquire'].source, 3, key, fence, waiters, owner, 30_000, mode, ...(since === undefined ? [] : [since]));
+      const release = (owner: string) => io.eval(scripts['lock/release'].source, 2, key, waiters, owner, channel, '0', 'publish');
+      assert.equal(typeof (await acquire('A', '0')), 'number');
+      const first = (await acquire('W1', '1')) as [number, number, string];
+      assert.equal(first[0], 0);
+      const since = first[2];
+      assert.match(since, /^\d+$/, 'a waiter is told when it first waited');
+      await sleep(5);
+      await acquire('W3', '1'); // a later waiter
+      assert.equal(await release('A'), 0);
+      assert.equal(await io.get(key), '0:0:W1', 'reserved for the longest waiter');
+      await sleep(80); // W1 is too late: the 50 ms reservation lapses
+      assert.equal(typeof (await acquire('X', '0')), 'number', 'anyone may take it after the reservation');
+      const again = (await acquire('W1', '2', since)) as [number, number, string];
+      assert.equal(again[0], 0);
+      assert.equal(again[2], since, 'joined again at its first wait');
+      assert.equal(await release('X'), 0);
+      assert.equal(await io.get(key), '0:0:W1', 'the waiter that missed its reservation is first again, ahead of W3');
+    } finally {
+      io.disconnect();
+    }
   });
 });

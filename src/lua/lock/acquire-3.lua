@@ -11,10 +11,14 @@
           taken (it joins the waiters then), 2 for a waiter's later attempt (it leaves the waiters when it gets the
           lock); mayHold is 1 when this owner may already hold the lock (an explicit or inherited owner id: re-entry
           possible), 0 for an owner id minted for this acquisition, which cannot hold it yet
+  ARGV[4] optional, a waiter's later attempts: when it first found the lock taken (Redis ms, as this script answered).
+          A waiter whose entry is gone (a release reserved the lock for it, and it came too late to take it) joins
+          again at that time, not at the back
   A waiter list entry lives max(10 s, 2 × lease) without being refreshed.
-  Returns the token (a number) when a first hold was taken, {1, token, holdCount} when re-entered, {0, pttl} when
-  another owner holds it (or it is reserved for another waiter). The bare number keeps the common reply small: an
-  array reply costs more on both ends.
+  Returns the token (a number) when a first hold was taken, {1, token, holdCount} when re-entered, {0, pttl, since}
+  when another owner holds it (or it is reserved for another waiter; since: when this waiter first found it taken,
+  for a waiter, to send back with its later attempts). The bare number keeps the common reply small: an array reply
+  costs more on both ends.
 
   This runs once per acquisition, so it is built for the common case: few, short arguments, and a fresh owner taking
   a free lock runs first, two calls (mint a token, then SET NX), before any helper below is even defined. When the
@@ -42,8 +46,9 @@ local wait = mode % 3
 local function busy()
   if wait ~= 0 then
     -- NX keeps the time it first waited: the release reserves the lock for the longest-waiting waiter
-    redis.call('zadd', KEYS[3], 'nx', redis_now(), owner)
+    redis.call('zadd', KEYS[3], 'nx', ARGV[4] or redis_now(), owner)
     redis.call('pexpire', KEYS[3], math.max(10000, 2 * tonumber(lease)))
+    return {0, redis.call('pttl', KEYS[1]), redis.call('zscore', KEYS[3], owner)}
   end
   return {0, redis.call('pttl', KEYS[1])}
 end
