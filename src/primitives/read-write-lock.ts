@@ -17,11 +17,11 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
+import { ownerFingerprint } from '../internal/fingerprint.js';
 import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
@@ -89,10 +89,7 @@ export interface ReaderInfo {
   remainingTtl: number;
 }
 
-/** The fingerprint `ReadLock.readers()` reports for `owner`: the first 12 hex digits of the SHA-1 of the id. */
-export function ownerFingerprint(owner: string): string {
-  return createHash('sha1').update(checkName(owner, 'owner')).digest('hex').slice(0, 12);
-}
+export { ownerFingerprint };
 
 /** One acquisition of the read lock. Release it once (`release()` or `await using`). */
 export class HeldReadLock extends LeasedHeld {
