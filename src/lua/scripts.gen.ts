@@ -232,6 +232,12 @@ export const scripts = {
     sha: "e62da8b9423d9cc1be5121736e1718933c5049df",
     source: "local held = 0\nfor i = 1, #KEYS do\nlocal owner = redis.call('get', KEYS[i])\nif owner == ARGV[1] then\nredis.call('pexpire', KEYS[i], ARGV[2])\nheld = held + 1\nelseif not owner then\nredis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])\nheld = held + 1\nend\nend\nreturn held\n",
   },
+  "redlock/adopt": {
+    name: "redlock/adopt",
+    numKeys: 1,
+    sha: "78e89ec9abec41ed677f11cd087c53f2a89e7b73",
+    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal count, token, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner and owner ~= ARGV[1] then\nreturn {-1}\nend\nif not owner or count == 0 then\nreturn {0}\nend\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn {1, token}\n",
+  },
   "redlock/fence": {
     name: "redlock/fence",
     numKeys: 2,

@@ -19,7 +19,16 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
 import { closeHolds, type Closable } from '../core.js';
-import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult, toError } from '../errors.js';
+import {
+  AcquireTimeoutError,
+  ClientClosedError,
+  LockNotHeldError,
+  QuorumNotReachedError,
+  RedisConnectionError,
+  type LockLostError,
+  type NodeResult,
+  toError,
+} from '../errors.js';
 import { now } from '../internal/clock.js';
 import { sleep } from '../internal/sleep.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
@@ -105,6 +114,18 @@ export interface RedlockAcquireOptions {
 }
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
+
+/** Options of {@link RedlockLock.adopt}. */
+export interface RedlockAdoptOptions {
+  /**
+   * A fixed lease in ms, set at once on every node that holds the lock: no watchdog; the adopted lock is valid for
+   * `validity` ms after `adopt()` returns.
+   * @default undefined: this Redlock's watchdog takes over, keeping `watchdogLease`, renewed by quorum every `watchdogInterval`
+   */
+  lease?: number;
+}
+
+const ADOPT_KEYS = ['lease'] as const;
 
 /** Events a {@link Redlock} emits. */
 export interface RedlockEvents {
@@ -310,6 +331,60 @@ export class RedlockLock {
     } finally {
       await held[Symbol.asyncDispose]();
     }
+  }
+
+  /**
+   * Takes over the Redlock of owner `ownerId` (`held.owner` of a lock acquired by another process, or by a Redlock
+   * that is gone): the same keys, the same fencing token, no second hold. In one round, every node that holds the
+   * key for that owner gets the lease (this Redlock's watchdog, or `options.lease`), so renewal is taken over on
+   * every node; a node where the key is gone is not taken back by the adoption (the watchdog's renewals do that
+   * later, as for any held Redlock). It succeeds only when a majority holds the key for that owner and validity is
+   * left, computed as for `acquire()`: lease − elapsed − drift, the clock started before the first request. A holder
+   * that is still alive keeps renewing the same keys: stop it, or adopt it because it is gone. The adopter may
+   * `release()` it. On failure the nodes that held the key keep the lease just set (the key is still that owner's).
+   * @throws {LockNotHeldError} when a majority answered that `ownerId` does not hold the lock there
+   * @throws {QuorumNotReachedError} when too few nodes answered, or no validity was left (operation `adopt`)
+   */
+  async adopt(ownerId: string, options?: RedlockAdoptOptions): Promise<HeldRedlock> {
+    const owner = checkName(ownerId, 'ownerId');
+    const opts = checkOptions<RedlockAdoptOptions>(options);
+    checkKnownKeys(opts, ADOPT_KEYS);
+    const fixedLease = optDuration(opts.lease, 'options.lease', 10);
+    const redlock = this.redlock;
+    redlock.assertOpen();
+    const { nodes, keys, quorum, settings } = redlock;
+    const leaseMs = fixedLease ?? settings.watchdogLease;
+    const lockKeys = [keys.lock(this.name)];
+    // The clock starts before the first request: every lease was set at or after `start`.
+    const start = now();
+    const replies = await Promise.allSettled(
+      nodes.map((node) => runScript(node, scripts['redlock/adopt'], lockKeys, [owner, leaseMs], settings.nodeTimeout)),
+    );
+    let token = 0;
+    const results: NodeResult[] = replies.map((reply, node): NodeResult => {
+      if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
+      const [held, nodeToken] = reply.value as [number, number | undefined];
+      if (held === 1) {
+        // the fencing round left the Redlock's token on a majority; a node outside it holds a smaller one
+        token = Math.max(token, Number(nodeToken ?? 0));
+        return { node, status: 'acquired' };
+      }
+      return { node, status: held === -1 ? 'busy' : 'not-held' };
+    });
+    const holding = results.filter((r) => r.status === 'acquired').length;
+    const validity = leaseMs - (now() - start) - driftOf(leaseMs);
+    if (holding < quorum) {
+      const refused = results.filter((r) => r.status === 'busy' || r.status === 'not-held').length;
+      if (refused > nodes.length - quorum) throw new LockNotHeldError(this.name, `redlock "${this.name}" is not held by the owner to adopt on a majority of nodes`);
+      throw new QuorumNotReachedError(this.name, 'adopt', quorum, results);
+    }
+    if (validity <= 0) {
+      const detail = `no validity left: the adoption took ${Math.round(now() - start)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`;
+      throw new QuorumNotReachedError(this.name, 'adopt', quorum, results, 1, { detail });
+    }
+    // closed meanwhile: close() did not see this hold, and it is not ours to release; its lease runs out
+    redlock.assertOpen();
+    return this.#held(owner, token, start, leaseMs, validity, fixedLease === undefined, results);
   }
 
   async #acquire(options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlock | null> {
