@@ -23,6 +23,7 @@ import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
 import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
@@ -293,7 +294,11 @@ export class ReadLock extends Side<HeldReadLock> {
       renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
       inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+        core.run(
+          scripts['rw/read-release'],
+          [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name), k.rwObserved(name)],
+          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
+        ),
       ),
     };
   }
@@ -328,6 +333,31 @@ export class ReadLock extends Side<HeldReadLock> {
   async remainingTtl(): Promise<number | null> {
     const readers = await this.readers();
     return readers[0]?.remainingTtl ?? null;
+  }
+
+  /**
+   * Waits until a new reader would be let in at once, without taking the read lock: no writer holds the lock and none
+   * waits for it (a waiting writer keeps new readers out, so that writers are not starved). Readers may hold it.
+   * Resolves `true` once that is seen, `false` when `timeout` passes first. Woken by the lock's releases (a writer's
+   * release, a waiting writer giving up); an expiry publishes nothing, so the wait sleeps at most the writer's
+   * remaining lease (or `writerIntent`, while writers wait) before it looks again.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(
+      this.core,
+      this.core.keys.rwChannel(this.name),
+      async () => {
+        const info = await this.rw.inspect();
+        if (info.writer !== null) return info.remainingTtl ?? -1;
+        return info.waitingWriters > 0 ? this.rw.writerIntent : null;
+      },
+      timeout,
+      signal,
+      () => false, // every wake-up of the lock makes it look again
+    );
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
@@ -369,7 +399,11 @@ export class WriteLock extends Side<HeldWriteLock> {
       renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
       inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+        core.run(
+          scripts['rw/write-release'],
+          [k.rwWriter(name), k.releaseMarker(name, requestId), k.rwObserved(name), k.rwReaders(name)],
+          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
+        ),
       ),
     };
   }
@@ -381,6 +415,15 @@ export class WriteLock extends Side<HeldWriteLock> {
   /** ms until the writer's lease runs out, or `null` when nobody holds the write lock. */
   async remainingTtl(): Promise<number | null> {
     return (await this.rw.inspect()).remainingTtl;
+  }
+
+  /**
+   * Waits until a writer would get the lock at once: neither a writer nor any reader holds it. The same wait as
+   * {@link ReadWriteLock.waitUntilFree}.
+   * @throws the signal's reason when `signal` aborts
+   */
+  waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return this.rw.waitUntilFree(options);
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
@@ -470,8 +513,53 @@ export class ReadWriteLock {
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     const k = this.core.keys;
-    const keys = [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)];
-    return (await this.core.run(scripts['rw/force-unlock'], keys, [k.rwChannel(this.name)])) === 1;
+    const keys = [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.rwObserved(this.name)];
+    return (await this.core.run(scripts['rw/force-unlock'], keys, [k.rwChannel(this.name), k.rwEvents(this.name)])) === 1;
+  }
+
+  /**
+   * Waits until neither a writer nor any reader holds the lock, without taking it. Resolves `true` once it is seen
+   * free, or a release that left it free is heard (someone may have taken it since), `false` when `timeout` passes
+   * first. An expiry publishes nothing, so the wait sleeps at most the remaining lease of the writer (or of the
+   * longest reader) before it looks again. While it waits, releases of this lock publish (see `onRelease`).
+   * `writeLock().waitUntilFree()` is the same wait; `readLock().waitUntilFree()` waits for less.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(
+      this.core,
+      this.#events(),
+      async () => {
+        const info = await this.inspect();
+        if (info.writer !== null) return info.remainingTtl ?? -1;
+        if (info.readers === 0) return null;
+        return (await this.#read.remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
+      },
+      timeout,
+      signal,
+      // 'w1', 'r1': a release that left it free; 'a': a force-unlock; 'w0', 'r0': readers still hold it
+      (message) => message !== 'w0' && message !== 'r0',
+    );
+  }
+
+  /**
+   * Calls `listener` each time a side is released (`kind: 'release'`, `side: 'read' | 'write'`: an owner's last
+   * hold of that side) or the lock is force-unlocked, by any process, until the returned function is called.
+   * Resolves once subscribed. An expiry publishes nothing and is not reported. Releases publish only while someone
+   * listens or waits (an events marker in Redis, kept by this client while subscribed): with nobody observing, a
+   * release costs one `EXISTS` more.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return onRelease(this.core, this.name, this.#events(), listener, (message) =>
+      message === 'a' ? { kind: 'force-unlock' } : { kind: 'release', side: message.startsWith('w') ? 'write' : 'read' },
+    );
+  }
+
+  /** Where this lock's releases are published while someone observes it. */
+  #events(): EventSource {
+    return { channel: this.core.keys.rwEvents(this.name), marker: this.core.keys.rwObserved(this.name) };
   }
 
   /** Reads writer, readers and waiting writers in one step. */
