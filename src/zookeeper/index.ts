@@ -11,6 +11,7 @@ export { ownerFingerprint } from '../internal/fingerprint.js';
 export { ZkSemaphore, type ZkPermitOptions } from './semaphore.js';
 export { ZkHeldLock, type ZkHoldState } from './hold.js';
 export type { SessionLossReason } from './session.js';
+export type { ReleaseEvent, WaitUntilFreeOptions } from '../internal/events.js';
 export {
   HoldfastError,
   isHoldfastError,

@@ -6,8 +6,10 @@
  * @module
  */
 import { AcquireTimeoutError } from '../errors.js';
+import { waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { zkOnRelease, zkWaitUntilFree } from './events.js';
 import { ZkHeldLock, ZkHold } from './hold.js';
 import { enqueue, readQueue, wrap, type Verdict, type ZkCore } from './queue.js';
 import { ZK, zkCode } from './session.js';
@@ -215,5 +217,29 @@ export class ZkLock {
   forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     return deleteHolders(this.core, this.#spec.dir, (sorted) => sorted.slice(0, 1));
+  }
+
+  /**
+   * Waits until the lock is free, without taking it (or queueing for it). Resolves `true` once nobody holds it, or
+   * once the holder it saw is gone (released, force-unlocked, or its session ended): a release hands the lock straight
+   * to the first waiter, so while others queue the lock is never free, and the release is what this waits for.
+   * `false` when `timeout` passes first. Woken by a ZooKeeper watch on the queue, with no polling.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return zkWaitUntilFree(this.core, { dir: this.#spec.dir, busy: (sorted) => sorted.slice(0, 1), handOff: true }, timeout, signal);
+  }
+
+  /**
+   * Calls `listener` (`{ name, kind: 'release' }`) each time a hold of the lock ends, in any process, until the
+   * returned function is called; resolves once watching. ZooKeeper cannot tell a release from a forced unlock or a
+   * session that ended (each deletes the holder's node), so every one is reported as a `release`. Each change of the
+   * queue is read once it is watched; a waiter giving up at the moment a holder releases can be read as one more
+   * release.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return zkOnRelease(this.core, this.name, this.#spec.dir, (sorted) => sorted.slice(0, 1), undefined, listener);
   }
 }

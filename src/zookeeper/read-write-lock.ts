@@ -13,7 +13,9 @@
  */
 import type { Stat } from 'node-zookeeper-client';
 import { AcquireTimeoutError, UpgradeRefusedError } from '../errors.js';
+import { waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { checkKnownKeys, checkName, checkOptions } from '../internal/validate.js';
+import { zkOnRelease, zkWaitUntilFree } from './events.js';
 import { ZkHold, type ZkHeldLock } from './hold.js';
 import { kindOf, readQueue, sequenceOf, wrap, type Verdict, type ZkCore } from './queue.js';
 import { ZK, zkCode } from './session.js';
@@ -166,6 +168,23 @@ export class ZkRwSide {
   }
 
   /**
+   * Waits, without taking the lock or queueing for it. On the write side: until a writer would get it, as
+   * {@link ZkReadWriteLock.waitUntilFree}. On the read side: until a new reader would be let in at once, that is
+   * until no write node is in the queue (a writer holding it, or waiting: the queue is FIFO, so a new reader queues
+   * behind a waiting writer); readers may hold it. `false` when `timeout` passes first. Woken by a ZooKeeper watch.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    const view =
+      this.mode === 'read'
+        ? { dir: this.spec.dir, busy: (sorted: string[]) => sorted.filter((node) => kindOf(node) === 'write'), handOff: false }
+        : { dir: this.spec.dir, busy: holdersOf, handOff: true };
+    return zkWaitUntilFree(this.core, view, timeout, signal);
+  }
+
+  /**
    * Waits for this side of the lock.
    * @throws {AcquireTimeoutError} when `timeout` passes first
    * @throws {UpgradeRefusedError} when a read-lock owner asks for the write lock
@@ -288,5 +307,25 @@ export class ZkReadWriteLock {
   forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     return deleteHolders(this.core, this.#read.spec.dir, holdersOf);
+  }
+
+  /**
+   * Waits until neither a writer nor any reader holds the lock, without taking it or queueing. Resolves `true` once
+   * it is seen free, or once every hold it saw is gone and the lock went on to nodes that were waiting (a writer
+   * that was queued: the holds were released, the waiters got it, as a release does). Readers that keep joining
+   * while others read keep it busy. `false` when `timeout` passes first. Woken by a ZooKeeper watch on the queue.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return this.#write.waitUntilFree(options);
+  }
+
+  /**
+   * Calls `listener` (`{ name, kind: 'release', side }`) each time a hold of either side ends, in any process, until
+   * the returned function is called; resolves once watching. As for `ZkLock.onRelease`: a forced unlock or a session
+   * that ended is a `release` too, and a waiter giving up at the moment a holder releases can be read as a release.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return zkOnRelease(this.core, this.name, this.#read.spec.dir, holdersOf, (node) => (kindOf(node) === 'write' ? 'write' : 'read'), listener);
   }
 }
