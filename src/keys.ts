@@ -170,14 +170,11 @@ export class Keys {
   fairChannel(name: string, clientId: string): string {
     return `${this.base(name)}:fair:ch:${clientId}`;
   }
-  /**
-   * The fair lock's events marker: present (with a TTL, refreshed) while a client waits for the lock to be free or
-   * listens for its releases; only then do releases publish on {@link Keys.fairEvents}.
-   */
+  /** Fair lock: present while someone observes its events (see the table). */
   fairObserved(name: string): string {
     return `${this.base(name)}:fair:o`;
   }
-  /** The channel the fair lock's releases and force-unlocks are published on while it is observed. */
+  /** Fair lock: its events channel. */
   fairEvents(name: string): string {
     return `${this.base(name)}:fair:ev`;
   }
@@ -226,11 +223,11 @@ export class Keys {
   rwChannel(name: string): string {
     return `${this.base(name)}:rw:ch`;
   }
-  /** Read-write lock: the events marker (as {@link Keys.fairObserved}). */
+  /** Read-write lock: present while someone observes its events. */
   rwObserved(name: string): string {
     return `${this.base(name)}:rw:o`;
   }
-  /** Read-write lock: the channel its releases and force-unlocks are published on while it is observed. */
+  /** Read-write lock: its events channel. */
   rwEvents(name: string): string {
     return `${this.base(name)}:rw:ev`;
   }

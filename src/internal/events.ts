@@ -1,4 +1,4 @@
-/**
+/*
  * Lock events for those who only want to know, never to hold: wait until a lock is free, and hear its releases.
  * Both ride the notifier as observers, so they never take a wake from a local waiter that wants the lock.
  *
@@ -11,6 +11,7 @@
  * their events on a channel of their own, and only while an *events marker* key exists: a client that waits or
  * listens sets it (with a TTL, refreshed while it observes) before it subscribes and looks, so a release after that
  * look sees the marker and publishes; with nobody observing, a release pays one `EXISTS` and publishes nothing.
+ * (A plain comment, not TSDoc: the declaration files carry this module's exported types, not its notes.)
  */
 import type { Core } from '../core.js';
 import { now } from './clock.js';
@@ -35,7 +36,7 @@ export interface ReleaseEvent {
   name: string;
   /** `release`: a holder released it (its last hold); `force-unlock`: it was deleted whoever held it. */
   kind: 'release' | 'force-unlock';
-  /** For a read-write lock's `release`: which side was released (absent for every other lock and for `force-unlock`). */
+  /** The side released, for a read-write lock's `release`. */
   side?: 'read' | 'write';
 }
 
@@ -133,7 +134,8 @@ export async function waitUntilFree(
 ): Promise<boolean> {
   const deadline = timeout === undefined ? Infinity : now() + timeout;
   let heard = false;
-  let poked = false;
+  /** A message came since the last look began. */
+  let poked: boolean;
   let wake: (() => void) | undefined;
   let unobserve: (() => void) | undefined;
   try {
@@ -165,7 +167,8 @@ export async function waitUntilFree(
   }
 }
 
-function sleepUntilWoken(ms: number, signal: AbortSignal | undefined, setWake: (wake: () => void) => void): Promise<void> {
+/** Sleeps `ms` (`Infinity`: no limit) or until the function handed to `setWake` is called; rejects when `signal` aborts. */
+export function sleepUntilWoken(ms: number, signal: AbortSignal | undefined, setWake: (wake: () => void) => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
     const done = (): void => {

@@ -279,11 +279,8 @@ export class FairLock {
   }
 
   /**
-   * Waits until the lock is free, without taking it (or queueing for it). Resolves `true` once nobody holds it (no
-   * owner, no hand-off being claimed) or a release of it is heard: a release hands the lock straight to the head of
-   * the queue, so while others queue the lock is never free, and the release is what this waits for. `false` when
-   * `timeout` passes first. An expiry publishes nothing, so the wait sleeps at most the holder's remaining lease
-   * before it looks again. While it waits, releases of this lock publish (see `onRelease`).
+   * Waits, without taking the lock or queueing, until nobody holds it or a release of it is heard (one that hands it
+   * to the next waiter too) → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
@@ -295,12 +292,7 @@ export class FairLock {
     }, timeout, signal);
   }
 
-  /**
-   * Calls `listener` each time the lock is released (its holder's last hold, whether it then goes to the next waiter
-   * or is free) or force-unlocked, by any process, until the returned function is called. Resolves once subscribed.
-   * An expiry publishes nothing and is not reported. Releases publish only while someone listens or waits (an events
-   * marker in Redis, kept by this client while subscribed): with nobody observing, a release costs one `EXISTS` more.
-   */
+  /** Calls `listener` for each release and force-unlock, by any process, until the returned function is called. See `Lock.onRelease`. */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
     return onRelease(this.core, this.name, this.#events(), listener);
   }

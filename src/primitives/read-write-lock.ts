@@ -336,11 +336,8 @@ export class ReadLock extends Side<HeldReadLock> {
   }
 
   /**
-   * Waits until a new reader would be let in at once, without taking the read lock: no writer holds the lock and none
-   * waits for it (a waiting writer keeps new readers out, so that writers are not starved). Readers may hold it.
-   * Resolves `true` once that is seen, `false` when `timeout` passes first. Woken by the lock's releases (a writer's
-   * release, a waiting writer giving up); an expiry publishes nothing, so the wait sleeps at most the writer's
-   * remaining lease (or `writerIntent`, while writers wait) before it looks again.
+   * Waits, without taking it, until a new reader would be let in at once (no writer holds the lock or waits for it;
+   * readers may hold it) → `true`; `false` when `timeout` passes first.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
@@ -417,11 +414,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     return (await this.rw.inspect()).remainingTtl;
   }
 
-  /**
-   * Waits until a writer would get the lock at once: neither a writer nor any reader holds it. The same wait as
-   * {@link ReadWriteLock.waitUntilFree}.
-   * @throws the signal's reason when `signal` aborts
-   */
+  /** {@link ReadWriteLock.waitUntilFree}: until neither a writer nor any reader holds the lock. */
   waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
     return this.rw.waitUntilFree(options);
   }
@@ -518,11 +511,8 @@ export class ReadWriteLock {
   }
 
   /**
-   * Waits until neither a writer nor any reader holds the lock, without taking it. Resolves `true` once it is seen
-   * free, or a release that left it free is heard (someone may have taken it since), `false` when `timeout` passes
-   * first. An expiry publishes nothing, so the wait sleeps at most the remaining lease of the writer (or of the
-   * longest reader) before it looks again. While it waits, releases of this lock publish (see `onRelease`).
-   * `writeLock().waitUntilFree()` is the same wait; `readLock().waitUntilFree()` waits for less.
+   * Waits, without taking it, until neither a writer nor any reader holds the lock, or a release that left it so is
+   * heard → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
@@ -544,13 +534,7 @@ export class ReadWriteLock {
     );
   }
 
-  /**
-   * Calls `listener` each time a side is released (`kind: 'release'`, `side: 'read' | 'write'`: an owner's last
-   * hold of that side) or the lock is force-unlocked, by any process, until the returned function is called.
-   * Resolves once subscribed. An expiry publishes nothing and is not reported. Releases publish only while someone
-   * listens or waits (an events marker in Redis, kept by this client while subscribed): with nobody observing, a
-   * release costs one `EXISTS` more.
-   */
+  /** Calls `listener` for each side's release (with `side`) and each force-unlock, by any process, until the returned function is called. */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
     return onRelease(this.core, this.name, this.#events(), listener, (message) =>
       message === 'a' ? { kind: 'force-unlock' } : { kind: 'release', side: message.startsWith('w') ? 'write' : 'read' },

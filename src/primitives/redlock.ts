@@ -118,9 +118,8 @@ const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
 /** Options of {@link RedlockLock.adopt}. */
 export interface RedlockAdoptOptions {
   /**
-   * A fixed lease in ms, set at once on every node that holds the lock: no watchdog; the adopted lock is valid for
-   * `validity` ms after `adopt()` returns.
-   * @default undefined: this Redlock's watchdog takes over, keeping `watchdogLease`, renewed by quorum every `watchdogInterval`
+   * A fixed lease in ms, set at once: no watchdog.
+   * @default undefined: this Redlock's watchdog takes over
    */
   lease?: number;
 }
@@ -334,16 +333,11 @@ export class RedlockLock {
   }
 
   /**
-   * Takes over the Redlock of owner `ownerId` (`held.owner` of a lock acquired by another process, or by a Redlock
-   * that is gone): the same keys, the same fencing token, no second hold. In one round, every node that holds the
-   * key for that owner gets the lease (this Redlock's watchdog, or `options.lease`), so renewal is taken over on
-   * every node; a node where the key is gone is not taken back by the adoption (the watchdog's renewals do that
-   * later, as for any held Redlock). It succeeds only when a majority holds the key for that owner and validity is
-   * left, computed as for `acquire()`: lease − elapsed − drift, the clock started before the first request. A holder
-   * that is still alive keeps renewing the same keys: stop it, or adopt it because it is gone. The adopter may
-   * `release()` it. On failure the nodes that held the key keep the lease just set (the key is still that owner's).
-   * @throws {LockNotHeldError} when a majority answered that `ownerId` does not hold the lock there
-   * @throws {QuorumNotReachedError} when too few nodes answered, or no validity was left (operation `adopt`)
+   * Takes over the Redlock of owner `ownerId` (`held.owner` of a lock acquired elsewhere): same keys, same token, no
+   * second hold; the lease (watchdog or `options.lease`) is set on every node that holds it. Succeeds only when a
+   * majority holds it for that owner, with validity computed as for `acquire()`. See docs/redlock.md.
+   * @throws {LockNotHeldError} when a majority answered that `ownerId` does not hold it
+   * @throws {QuorumNotReachedError} when too few nodes answered, or no validity was left
    */
   async adopt(ownerId: string, options?: RedlockAdoptOptions): Promise<HeldRedlock> {
     const owner = checkName(ownerId, 'ownerId');

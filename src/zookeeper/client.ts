@@ -101,10 +101,7 @@ export class ZooKeeperHoldfast extends EventEmitter<ZooKeeperHoldfastEvents> {
     return new ZkLock(this.core, checkName(name));
   }
 
-  /**
-   * Calls `listener` each time a hold of the lock `name` ends, in any process, until the function it resolves to is
-   * called (see `ZkLock.onRelease`). The same as `zk.lock(name).onRelease(listener)`.
-   */
+  /** `zk.lock(name).onRelease(listener)`. */
   onRelease(name: string, listener: (event: ReleaseEvent) => void): Promise<() => void> {
     return this.lock(name).onRelease(listener);
   }

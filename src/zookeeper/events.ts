@@ -8,7 +8,7 @@
  */
 import { optFunction } from '../internal/validate.js';
 import { now } from '../internal/clock.js';
-import type { ReleaseEvent } from '../internal/events.js';
+import { sleepUntilWoken, type ReleaseEvent } from '../internal/events.js';
 import { sortQueue, wrap, type ZkCore } from './queue.js';
 import { ZK, zkCode, type Session } from './session.js';
 
@@ -59,26 +59,6 @@ async function readWatched(session: Session, dir: string): Promise<{ sorted: str
   }
 }
 
-/** Sleeps until `changed` (if given), `ms` (`Infinity`: no limit) or `signal`'s abort (rejects with its reason). */
-function sleepUntil(changed: Promise<void> | undefined, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined;
-    const done = (): void => {
-      if (timer) clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    };
-    const onAbort = (): void => {
-      if (timer) clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    if (signal?.aborted) return reject(signal.reason); // the listener below would never fire
-    if (Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    void changed?.then(done);
-  });
-}
-
 /**
  * Resolves true once the queue has no busy node (or, with `handOff`, none of the busy nodes of the previous look is
  * left), false when `timeout` passes first (the last look is made at the deadline). Woken by a children watch.
@@ -94,7 +74,7 @@ export async function zkWaitUntilFree(core: ZkCore, view: QueueView, timeout: nu
       read = await readWatched(core.session, view.dir);
     } catch (error) {
       if (!transient(error) || now() >= deadline) throw wrap(error);
-      await sleepUntil(undefined, Math.min(RETRY_MS, deadline - now()), signal);
+      await sleepUntilWoken(Math.min(RETRY_MS, deadline - now()), signal, () => {});
       continue;
     }
     if (!read) return true; // no queue at all: nobody holds it
@@ -109,7 +89,7 @@ export async function zkWaitUntilFree(core: ZkCore, view: QueueView, timeout: nu
       return false;
     }
     try {
-      await sleepUntil(read.changed, deadline - now(), signal);
+      await sleepUntilWoken(deadline - now(), signal, (wake) => void read.changed.then(wake));
     } finally {
       read.disarm();
     }

@@ -210,9 +210,9 @@ export class ZkLock {
   }
 
   /**
-   * Deletes the holder's node, whoever holds the lock: its `signal` aborts at once (reason `taken-over`: the holder
-   * watches its own node) and the first waiter gets the lock. For operators: prefer letting holders release.
-   * @returns true if a holder's node was deleted
+   * Deletes the holder's node, whoever holds the lock: its `signal` aborts (`taken-over`), the first waiter gets it.
+   * For operators.
+   * @returns true if a node was deleted
    */
   forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
@@ -220,10 +220,8 @@ export class ZkLock {
   }
 
   /**
-   * Waits until the lock is free, without taking it (or queueing for it). Resolves `true` once nobody holds it, or
-   * once the holder it saw is gone (released, force-unlocked, or its session ended): a release hands the lock straight
-   * to the first waiter, so while others queue the lock is never free, and the release is what this waits for.
-   * `false` when `timeout` passes first. Woken by a ZooKeeper watch on the queue, with no polling.
+   * Waits, without taking the lock or queueing, until nobody holds it or the holder it saw is gone (the lock may have
+   * gone to the next waiter) → `true`; `false` when `timeout` passes first. Woken by a watch.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
@@ -233,11 +231,8 @@ export class ZkLock {
   }
 
   /**
-   * Calls `listener` (`{ name, kind: 'release' }`) each time a hold of the lock ends, in any process, until the
-   * returned function is called; resolves once watching. ZooKeeper cannot tell a release from a forced unlock or a
-   * session that ended (each deletes the holder's node), so every one is reported as a `release`. Each change of the
-   * queue is read once it is watched; a waiter giving up at the moment a holder releases can be read as one more
-   * release.
+   * Calls `listener` each time a hold ends, in any process (a release, a forced unlock or an ended session: all
+   * `release`), until the returned function is called.
    */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
     return zkOnRelease(this.core, this.name, this.#spec.dir, (sorted) => sorted.slice(0, 1), undefined, listener);

@@ -31,11 +31,11 @@ import {
   type ZkLockScope,
 } from './lock.js';
 
-/** Options of `isHeld` and `holdCount` on either side of a ZooKeeper read-write lock. */
+/** Options of `isHeld` and `holdCount` on a side of a ZooKeeper read-write lock. */
 export interface ZkHeldByOptions {
   /**
-   * The owner id to ask about (in this client: a ZooKeeper hold belongs to the session that made its node).
-   * @default the owner this async call chain holds the lock under (inside `withLock` of this name), if any
+   * The owner id to ask about, in this client.
+   * @default the owner this async call chain holds the lock under, if any
    */
   owner?: string;
 }
@@ -44,22 +44,13 @@ const HELD_BY_KEYS = ['owner'] as const;
 
 /** One reader of a ZooKeeper read-write lock, as `ZkReadLock.readers()` reports it. */
 export interface ZkReaderInfo {
-  /**
-   * The first 12 hex digits of the SHA-1 of the reader's owner id (as `ownerFingerprint(ownerId)` computes it): tells
-   * readers apart, never reveals the id. Empty for a node made by a holdfast version that did not record it.
-   */
+  /** `ownerFingerprint(ownerId)` of the reader ('' for a node made without one). */
   fingerprint: string;
-  /**
-   * The reader's hold count (re-entries) when it holds in this client; `null` for a reader of another client, whose
-   * count only its own process knows (ZooKeeper keeps one node per owner, not the count).
-   */
+  /** The reader's hold count when it holds in this client; `null` for another client's reader. */
   holdCount: number | null;
-  /**
-   * The session the reader's node belongs to (its `ephemeralOwner`, hex). ZooKeeper has no lease: a reader holds as
-   * long as this session lives, and its node goes about one session timeout after its process dies or is cut off.
-   */
+  /** The session its node belongs to (hex): no lease, the reader holds while this session lives. */
   session: string;
-  /** The reader's znode (its name in the queue). */
+  /** The reader's znode name. */
   node: string;
 }
 
@@ -136,11 +127,7 @@ export class ZkRwSide {
     return acquireHold(this.core, this.spec, owner, parsed);
   }
 
-  /**
-   * The hold count of an owner on this side (0 when it holds nothing): `options.owner`, or the owner this async call
-   * chain holds the lock under (0 outside `withLock`). A ZooKeeper hold belongs to the session of this client, so
-   * this counts the holds of this client, and checks in ZooKeeper that the node is still there.
-   */
+  /** The hold count of an owner on this side in this client (0 when none), its node checked in ZooKeeper. */
   async holdCount(options?: ZkHeldByOptions): Promise<number> {
     const opts = checkOptions<ZkHeldByOptions>(options);
     checkKnownKeys(opts, HELD_BY_KEYS);
@@ -159,19 +146,14 @@ export class ZkRwSide {
     return stat && hold.active ? hold.holds : 0;
   }
 
-  /**
-   * True when an owner holds this side: `options.owner`, or the owner this async call chain holds the lock under
-   * (false outside `withLock`). In this client, as {@link ZkRwSide.holdCount}.
-   */
+  /** True when an owner holds this side in this client (see {@link ZkRwSide.holdCount}). */
   async isHeld(options?: ZkHeldByOptions): Promise<boolean> {
     return (await this.holdCount(options)) > 0;
   }
 
   /**
-   * Waits, without taking the lock or queueing for it. On the write side: until a writer would get it, as
-   * {@link ZkReadWriteLock.waitUntilFree}. On the read side: until a new reader would be let in at once, that is
-   * until no write node is in the queue (a writer holding it, or waiting: the queue is FIFO, so a new reader queues
-   * behind a waiting writer); readers may hold it. `false` when `timeout` passes first. Woken by a ZooKeeper watch.
+   * Waits without taking or queueing: on the write side as {@link ZkReadWriteLock.waitUntilFree}; on the read side
+   * until a new reader would be let in at once (no write node queued) → `true`; `false` at the timeout.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
@@ -211,11 +193,7 @@ export class ZkRwSide {
 
 /** The read side of a {@link ZkReadWriteLock}: the methods of {@link ZkRwSide}, and who holds it. */
 export class ZkReadLock extends ZkRwSide {
-  /**
-   * Who holds the read lock now, in queue order: each reader's owner fingerprint (never the owner id), its hold count
-   * where this client knows it, and the session its node lives in (ZooKeeper has no lease: see {@link ZkReaderInfo}).
-   * Compare with `ownerFingerprint(ownerId)`. One read of the queue and one of each reader's node.
-   */
+  /** Who holds the read lock now, in queue order, by owner fingerprint (never the owner id). */
   async readers(): Promise<ZkReaderInfo[]> {
     const core = this.core;
     const dir = this.spec.dir;
@@ -299,10 +277,9 @@ export class ZkReadWriteLock {
   }
 
   /**
-   * Deletes the node of the writer and of every reader, whoever holds them: their `signal`s abort at once (reason
-   * `taken-over`: each holder watches its own node), and the waiters are granted in queue order as after a release.
-   * Waiters keep their nodes and their places. For operators: prefer letting holders release.
-   * @returns true when a writer's or a reader's node was deleted
+   * Deletes the writer's and every reader's node: their `signal`s abort (`taken-over`); waiters keep their places.
+   * For operators.
+   * @returns true when a node was deleted
    */
   forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
@@ -310,21 +287,15 @@ export class ZkReadWriteLock {
   }
 
   /**
-   * Waits until neither a writer nor any reader holds the lock, without taking it or queueing. Resolves `true` once
-   * it is seen free, or once every hold it saw is gone and the lock went on to nodes that were waiting (a writer
-   * that was queued: the holds were released, the waiters got it, as a release does). Readers that keep joining
-   * while others read keep it busy. `false` when `timeout` passes first. Woken by a ZooKeeper watch on the queue.
+   * Waits, without taking or queueing, until neither a writer nor any reader holds it, or every hold it saw is gone
+   * (the lock may have gone to waiters) → `true`; `false` when `timeout` passes first. Woken by a watch.
    * @throws the signal's reason when `signal` aborts
    */
   async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
     return this.#write.waitUntilFree(options);
   }
 
-  /**
-   * Calls `listener` (`{ name, kind: 'release', side }`) each time a hold of either side ends, in any process, until
-   * the returned function is called; resolves once watching. As for `ZkLock.onRelease`: a forced unlock or a session
-   * that ended is a `release` too, and a waiter giving up at the moment a holder releases can be read as a release.
-   */
+  /** Calls `listener` each time a hold of either side ends (with `side`), as `ZkLock.onRelease`. */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
     return zkOnRelease(this.core, this.name, this.#read.spec.dir, holdersOf, (node) => (kindOf(node) === 'write' ? 'write' : 'read'), listener);
   }
