@@ -16,6 +16,13 @@ import { describeEachAdapter, sleep } from '../support/suite.js';
 
 const worker = fileURLToPath(new URL('./fixtures/lock-worker.ts', import.meta.url));
 
+/** Waits until `events` has `n` entries (they arrive asynchronously), failing after 10 s; then a moment for extras. */
+async function heardAll(events: unknown[], n: number): Promise<void> {
+  const until = performance.now() + 10_000;
+  while (events.length < n && performance.now() < until) await sleep(20);
+  await sleep(100);
+}
+
 /** A raw subscriber (no client library): collects the messages published on `channel`. */
 async function rawSubscribe(port: number, channel: string): Promise<{ messages: string[]; close: () => void }> {
   const socket = connect(port, '127.0.0.1');
@@ -70,7 +77,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
       assert.equal(await lock.isLocked(), true);
       assert.equal(await lock.waitUntilFree({ timeout: 20_000 }), true);
       assert.equal(await waitForExit(child, 10_000), 0);
-      await sleep(100);
+      await heardAll(heard, 1);
       assert.deepEqual(heard, [{ name: 'fev-proc', kind: 'release' }]);
       // a release that hands the lock to a queued waiter: never free, but the release is heard
       const other = await ctx.open({ prefix });
@@ -83,7 +90,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
       assert.equal(await watcher, true);
       const second = await next;
       await holdfast.fairLock('fev-proc').forceUnlock();
-      await sleep(100);
+      await heardAll(heard, 3);
       assert.deepEqual(heard.slice(1), [
         { name: 'fev-proc', kind: 'release' },
         { name: 'fev-proc', kind: 'force-unlock' },
@@ -109,7 +116,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
       const pttl = Number((await rawCommand(ctx.server.port, `PTTL ${keys.fairObserved('fev-m')}`)).slice(1));
       assert.ok(pttl > 0, `the marker has a TTL (${pttl})`);
       await (await holdfast.fairLock('fev-m').acquire()).release();
-      await sleep(100);
+      await heardAll(raw.messages, 1);
       assert.deepEqual(raw.messages, ['1']);
       stop();
     } finally {
@@ -130,7 +137,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
       assert.equal(await rw.writeLock().waitUntilFree({ timeout: 100 }), false);
       assert.equal(await rw.waitUntilFree({ timeout: 20_000 }), true);
       assert.equal(await waitForExit(child, 10_000), 0);
-      await sleep(100);
+      await heardAll(heard, 1);
       assert.deepEqual(heard, [{ name: 'rwev', kind: 'release', side: 'read' }]);
       unsubscribe();
     } finally {
@@ -146,7 +153,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     const unsubscribe = await other.readWriteLock('rwdg').onRelease((e) => heard.push(e));
     const w = await rw.writeLock().acquire({ lease: 60_000 });
     const r = await w.downgrade({ lease: 60_000 }); // takes the read lock, releases the write lock
-    await sleep(100);
+    await heardAll(heard, 1);
     assert.deepEqual(heard, [{ name: 'rwdg', kind: 'release', side: 'write' }]);
     assert.equal(await other.readWriteLock('rwdg').waitUntilFree({ timeout: 200 }), false, 'the downgraded reader holds it');
     const watcher = other.readWriteLock('rwdg').waitUntilFree({ timeout: 20_000 });
@@ -155,7 +162,7 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     assert.equal(await watcher, true);
     await rw.writeLock().acquire({ lease: 60_000 });
     assert.equal(await rw.forceUnlock(), true);
-    await sleep(100);
+    await heardAll(heard, 3);
     assert.deepEqual(heard.slice(1), [
       { name: 'rwdg', kind: 'release', side: 'read' },
       { name: 'rwdg', kind: 'force-unlock' },

@@ -10,6 +10,15 @@ import { LockLostError, LockNotHeldError, ownerFingerprint, type ZooKeeperHoldfa
 import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, startWorker, uniq } from './helpers.js';
 
+/** Resolves once `held.signal` aborts (the holder's watch on its node fired), failing after 10 s. */
+async function lostSoon(held: { signal: AbortSignal }): Promise<void> {
+  if (held.signal.aborted) return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the holder was not told its node was deleted')), 10_000);
+    held.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}
+
 zkDescribe('ZooKeeper ReadWriteLock inspection and forceUnlock', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
@@ -94,7 +103,7 @@ zkDescribe('ZooKeeper ReadWriteLock inspection and forceUnlock', () => {
       const r = await reader; // the waiter kept its node and its place
       assert.deepEqual((await rw.queue()).map((q) => q.kind), ['read']);
       assert.equal(await b.readWriteLock(name).forceUnlock(), true);
-      assert.equal(r.lost, true);
+      await lostSoon(r);
       assert.ok(r.signal.reason instanceof LockLostError);
       await assert.rejects(r.release(), LockNotHeldError);
       assert.deepEqual(await rw.queue(), []);
@@ -116,8 +125,8 @@ zkDescribe('ZooKeeper ReadWriteLock inspection and forceUnlock', () => {
     assert.deepEqual((await rw.readLock().readers()).map((r) => r.fingerprint).sort(), [ownerFingerprint('job'), ownerFingerprint(other.owner)].sort());
     assert.equal(await rw.forceUnlock(), true);
     const next = await writer;
-    assert.equal(down.lost, true);
-    assert.equal(other.lost, true);
+    await lostSoon(down);
+    await lostSoon(other);
     assert.ok(next.token > other.token);
     await next.release();
   });
@@ -154,7 +163,7 @@ zkDescribe('ZooKeeper ReadWriteLock inspection and forceUnlock', () => {
     while ((await a.lock(name).queue()).length < 2) await sleep(10);
     assert.equal(await b.lock(name).forceUnlock(), true);
     const next = await waiting;
-    assert.equal(held.lost, true);
+    await lostSoon(held);
     assert.equal((held.signal.reason as LockLostError).reason, 'taken-over');
     assert.ok(next.token > held.token);
     await next.release();
