@@ -224,7 +224,7 @@ export class QuorumNotReachedError extends HoldfastError {
   /** The lock's name. */
   readonly lockName: string;
   /** What was attempted. */
-  readonly operation: 'acquire' | 'extend' | 'release';
+  readonly operation: 'acquire' | 'extend' | 'release' | 'adopt';
   /** How many nodes had to agree. */
   readonly quorum: number;
   /** Per-node answers of the last attempt. */
@@ -233,7 +233,7 @@ export class QuorumNotReachedError extends HoldfastError {
   readonly attempts: number;
   constructor(
     lockName: string,
-    operation: 'acquire' | 'extend' | 'release',
+    operation: 'acquire' | 'extend' | 'release' | 'adopt',
     quorum: number,
     nodes: readonly NodeResult[],
     attempts = 1,

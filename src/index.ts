@@ -68,6 +68,7 @@ export {
   HeldRedlock,
   type RedlockOptions,
   type RedlockAcquireOptions,
+  type RedlockAdoptOptions,
   type RedlockEvents,
 } from './primitives/redlock.js';
 export { RedlockSemaphore, HeldRedlockPermits, MAX_REDLOCK_PERMITS, type RedlockSemaphoreOptions } from './primitives/redlock-semaphore.js';

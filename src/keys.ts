@@ -16,6 +16,8 @@
  * | `holdfast:{orders:42}:fair:w`    | hash   | refreshed by waiters| fair lock: owner → its client's channel |
  * | `holdfast:{orders:42}:fair:p`    | hash   | refreshed by waiters| fair lock: client channel → alive-until (Redis ms) |
  * | `holdfast:{orders:42}:fair:ch:<client>` | channel | —         | fair lock hand-offs to that client |
+ * | `holdfast:{orders:42}:fair:o`    | string | 30 s, refreshed     | fair lock: someone waits for it to be free or listens for releases |
+ * | `holdfast:{orders:42}:fair:ev`   | channel| —                   | fair lock releases, while `fair:o` exists |
  * | `holdfast:{nightly}:job`         | hash   | 7 days after a claim| scheduler claim/finish  |
  * | `holdfast:{user:7}:cv`           | string | the value's `ttl`   | getOrLoad fill          |
  * | `holdfast:{user:7}:cl`           | hash   | the load lease      | getOrLoad claim         |
@@ -27,6 +29,8 @@
  * | `holdfast:{orders:42}:rw:rc`     | hash   | as `rw:r`           | readers' hold counts    |
  * | `holdfast:{orders:42}:rw:ww`     | zset   | last intent         | waiting writers' intents|
  * | `holdfast:{orders:42}:rw:ch`     | channel| —                   | read-write lock wakes   |
+ * | `holdfast:{orders:42}:rw:o`      | string | 30 s, refreshed     | read-write lock: someone waits for it to be free or listens for releases |
+ * | `holdfast:{orders:42}:rw:ev`     | channel| —                   | read-write lock releases, while `rw:o` exists |
  * | `holdfast:{orders:42}:sem`       | string | none                | semaphore permits       |
  * | `holdfast:{orders:42}:psem`      | string | none                | expirable permits free  |
  * | `holdfast:{orders:42}:psem:l`    | zset   | last lease          | permit id → expiry      |
@@ -170,6 +174,14 @@ export class Keys {
   fairChannel(name: string, clientId: string): string {
     return `${this.base(name)}:fair:ch:${clientId}`;
   }
+  /** Fair lock: present while someone observes its events (see the table). */
+  fairObserved(name: string): string {
+    return `${this.base(name)}:fair:o`;
+  }
+  /** Fair lock: its events channel. */
+  fairEvents(name: string): string {
+    return `${this.base(name)}:fair:ev`;
+  }
   /** A scheduled job's record: last claimed tick, running owner, locked-until (Redis time). */
   job(name: string): string {
     return `${this.base(name)}:job`;
@@ -214,6 +226,14 @@ export class Keys {
   /** Read-write lock: the channel its releases publish on. */
   rwChannel(name: string): string {
     return `${this.base(name)}:rw:ch`;
+  }
+  /** Read-write lock: present while someone observes its events. */
+  rwObserved(name: string): string {
+    return `${this.base(name)}:rw:o`;
+  }
+  /** Read-write lock: its events channel. */
+  rwEvents(name: string): string {
+    return `${this.base(name)}:rw:ev`;
   }
   /** Counting semaphore: the number of free permits. */
   semaphore(name: string): string {

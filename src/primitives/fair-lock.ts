@@ -33,6 +33,7 @@ import { acquireParams } from '../internal/acquire.js';
 import { publishHandoff, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { HoldTable, type Hold } from '../internal/hold.js';
+import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { adoptParams, HeldLock, lockScope, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
@@ -176,8 +177,9 @@ export class FairLock {
         renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [core.keys.fairLock(name)], [owner, leaseMs])) === 1,
         releaseRequest: (owner) => {
           const keys = this.#releaseKeys();
+          const events = core.keys.fairEvents(name);
           return async (retry) =>
-            (await core.run(scripts['fair-lock/release'], keys, [owner, core.settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0'])) as number;
+            (await core.run(scripts['fair-lock/release'], keys, [owner, core.settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0', events])) as number;
         },
         releaseAll: (owner) => this.#releaseAll(owner),
         inspectOwner: async (owner) => {
@@ -267,7 +269,32 @@ export class FairLock {
    */
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['fair-lock/force-unlock'], this.keys(), [this.timing.grantFloorMs])) === 1;
+    const k = this.core.keys;
+    return (await this.core.run(scripts['fair-lock/force-unlock'], [...this.keys(), k.fairObserved(this.name)], [this.timing.grantFloorMs, k.fairEvents(this.name)])) === 1;
+  }
+
+  /** Where this lock's releases are published while someone observes it. */
+  #events(): EventSource {
+    return { channel: this.core.keys.fairEvents(this.name), marker: this.core.keys.fairObserved(this.name) };
+  }
+
+  /**
+   * Waits, without taking the lock or queueing, until nobody holds it or a release of it is heard (one that hands it
+   * to the next waiter too) → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(this.core, this.#events(), async () => {
+      const info = await this.inspect();
+      return info.owner === null ? null : (info.remainingTtl ?? -1);
+    }, timeout, signal);
+  }
+
+  /** Calls `listener` for each release and force-unlock, by any process, until the returned function is called. See `Lock.onRelease`. */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return onRelease(this.core, this.name, this.#events(), listener);
   }
 
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
@@ -428,10 +455,12 @@ export class FairLock {
 
   #releaseKeys(): string[] {
     const [lock, fence, queue, waiters, clients] = this.keys() as [string, string, string, string, string];
-    return [lock, this.core.keys.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients];
+    const k = this.core.keys;
+    return [lock, k.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients, k.fairObserved(this.name)];
   }
 
   #releaseAll(owner: string): Promise<unknown> {
-    return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0']);
+    const events = this.core.keys.fairEvents(this.name);
+    return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0', events]);
   }
 }

@@ -17,12 +17,13 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
 import type { Core } from '../core.js';
 import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
+import { ownerFingerprint } from '../internal/fingerprint.js';
 import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
@@ -89,10 +90,7 @@ export interface ReaderInfo {
   remainingTtl: number;
 }
 
-/** The fingerprint `ReadLock.readers()` reports for `owner`: the first 12 hex digits of the SHA-1 of the id. */
-export function ownerFingerprint(owner: string): string {
-  return createHash('sha1').update(checkName(owner, 'owner')).digest('hex').slice(0, 12);
-}
+export { ownerFingerprint };
 
 /** One acquisition of the read lock. Release it once (`release()` or `await using`). */
 export class HeldReadLock extends LeasedHeld {
@@ -296,7 +294,11 @@ export class ReadLock extends Side<HeldReadLock> {
       renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
       inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(scripts['rw/read-release'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+        core.run(
+          scripts['rw/read-release'],
+          [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name), k.rwObserved(name)],
+          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
+        ),
       ),
     };
   }
@@ -331,6 +333,28 @@ export class ReadLock extends Side<HeldReadLock> {
   async remainingTtl(): Promise<number | null> {
     const readers = await this.readers();
     return readers[0]?.remainingTtl ?? null;
+  }
+
+  /**
+   * Waits, without taking it, until a new reader would be let in at once (no writer holds the lock or waits for it;
+   * readers may hold it) → `true`; `false` when `timeout` passes first.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(
+      this.core,
+      this.core.keys.rwChannel(this.name),
+      async () => {
+        const info = await this.rw.inspect();
+        if (info.writer !== null) return info.remainingTtl ?? -1;
+        return info.waitingWriters > 0 ? this.rw.writerIntent : null;
+      },
+      timeout,
+      signal,
+      () => false, // every wake-up of the lock makes it look again
+    );
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
@@ -372,7 +396,11 @@ export class WriteLock extends Side<HeldWriteLock> {
       renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
       inspectOwner: (owner) => this.heldBy(owner),
       ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(scripts['rw/write-release'], [k.rwWriter(name), k.releaseMarker(name, requestId)], [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0']),
+        core.run(
+          scripts['rw/write-release'],
+          [k.rwWriter(name), k.releaseMarker(name, requestId), k.rwObserved(name), k.rwReaders(name)],
+          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
+        ),
       ),
     };
   }
@@ -384,6 +412,11 @@ export class WriteLock extends Side<HeldWriteLock> {
   /** ms until the writer's lease runs out, or `null` when nobody holds the write lock. */
   async remainingTtl(): Promise<number | null> {
     return (await this.rw.inspect()).remainingTtl;
+  }
+
+  /** {@link ReadWriteLock.waitUntilFree}: until neither a writer nor any reader holds the lock. */
+  waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return this.rw.waitUntilFree(options);
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
@@ -473,8 +506,44 @@ export class ReadWriteLock {
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     const k = this.core.keys;
-    const keys = [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)];
-    return (await this.core.run(scripts['rw/force-unlock'], keys, [k.rwChannel(this.name)])) === 1;
+    const keys = [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.rwObserved(this.name)];
+    return (await this.core.run(scripts['rw/force-unlock'], keys, [k.rwChannel(this.name), k.rwEvents(this.name)])) === 1;
+  }
+
+  /**
+   * Waits, without taking it, until neither a writer nor any reader holds the lock, or a release that left it so is
+   * heard → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return waitUntilFree(
+      this.core,
+      this.#events(),
+      async () => {
+        const info = await this.inspect();
+        if (info.writer !== null) return info.remainingTtl ?? -1;
+        if (info.readers === 0) return null;
+        return (await this.#read.remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
+      },
+      timeout,
+      signal,
+      // 'w1', 'r1': a release that left it free; 'a': a force-unlock; 'w0', 'r0': readers still hold it
+      (message) => message !== 'w0' && message !== 'r0',
+    );
+  }
+
+  /** Calls `listener` for each side's release (with `side`) and each force-unlock, by any process, until the returned function is called. */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return onRelease(this.core, this.name, this.#events(), listener, (message) =>
+      message === 'a' ? { kind: 'force-unlock' } : { kind: 'release', side: message.startsWith('w') ? 'write' : 'read' },
+    );
+  }
+
+  /** Where this lock's releases are published while someone observes it. */
+  #events(): EventSource {
+    return { channel: this.core.keys.rwEvents(this.name), marker: this.core.keys.rwObserved(this.name) };
   }
 
   /** Reads writer, readers and waiting writers in one step. */

@@ -20,7 +20,16 @@ import { EventEmitter } from 'node:events';
 import type { RedisTransport } from '../client.js';
 import { closeHolds, type Closable } from '../core.js';
 import { LiveSet } from '../internal/live-set.js';
-import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type LockLostError, type NodeResult, toError } from '../errors.js';
+import {
+  AcquireTimeoutError,
+  ClientClosedError,
+  LockNotHeldError,
+  QuorumNotReachedError,
+  RedisConnectionError,
+  type LockLostError,
+  type NodeResult,
+  toError,
+} from '../errors.js';
 import { now } from '../internal/clock.js';
 import { sleep } from '../internal/sleep.js';
 import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
@@ -106,6 +115,17 @@ export interface RedlockAcquireOptions {
 }
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
+
+/** Options of {@link RedlockLock.adopt}. */
+export interface RedlockAdoptOptions {
+  /**
+   * A fixed lease in ms, set at once: no watchdog.
+   * @default undefined: this Redlock's watchdog takes over
+   */
+  lease?: number;
+}
+
+const ADOPT_KEYS = ['lease'] as const;
 
 /** Events a {@link Redlock} emits. */
 export interface RedlockEvents {
@@ -311,6 +331,55 @@ export class RedlockLock {
     } finally {
       await held[Symbol.asyncDispose]();
     }
+  }
+
+  /**
+   * Takes over the Redlock of owner `ownerId` (`held.owner` of a lock acquired elsewhere): same keys, same token, no
+   * second hold; the lease (watchdog or `options.lease`) is set on every node that holds it. Succeeds only when a
+   * majority holds it for that owner, with validity computed as for `acquire()`. See docs/redlock.md.
+   * @throws {LockNotHeldError} when a majority answered that `ownerId` does not hold it
+   * @throws {QuorumNotReachedError} when too few nodes answered, or no validity was left
+   */
+  async adopt(ownerId: string, options?: RedlockAdoptOptions): Promise<HeldRedlock> {
+    const owner = checkName(ownerId, 'ownerId');
+    const opts = checkOptions<RedlockAdoptOptions>(options);
+    checkKnownKeys(opts, ADOPT_KEYS);
+    const fixedLease = optDuration(opts.lease, 'options.lease', 10);
+    const redlock = this.redlock;
+    redlock.assertOpen();
+    const { nodes, keys, quorum, settings } = redlock;
+    const leaseMs = fixedLease ?? settings.watchdogLease;
+    const lockKeys = [keys.lock(this.name)];
+    // The clock starts before the first request: every lease was set at or after `start`.
+    const start = now();
+    const replies = await Promise.allSettled(
+      nodes.map((node) => runScript(node, scripts['redlock/adopt'], lockKeys, [owner, leaseMs], settings.nodeTimeout)),
+    );
+    let token = 0;
+    const results: NodeResult[] = replies.map((reply, node): NodeResult => {
+      if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
+      const [held, nodeToken] = reply.value as [number, number | undefined];
+      if (held === 1) {
+        // the fencing round left the Redlock's token on a majority; a node outside it holds a smaller one
+        token = Math.max(token, Number(nodeToken ?? 0));
+        return { node, status: 'acquired' };
+      }
+      return { node, status: held === -1 ? 'busy' : 'not-held' };
+    });
+    const holding = results.filter((r) => r.status === 'acquired').length;
+    const validity = leaseMs - (now() - start) - driftOf(leaseMs);
+    if (holding < quorum) {
+      const refused = results.filter((r) => r.status === 'busy' || r.status === 'not-held').length;
+      if (refused > nodes.length - quorum) throw new LockNotHeldError(this.name, `redlock "${this.name}" is not held by the owner to adopt on a majority of nodes`);
+      throw new QuorumNotReachedError(this.name, 'adopt', quorum, results);
+    }
+    if (validity <= 0) {
+      const detail = `no validity left: the adoption took ${Math.round(now() - start)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`;
+      throw new QuorumNotReachedError(this.name, 'adopt', quorum, results, 1, { detail });
+    }
+    // closed meanwhile: close() did not see this hold, and it is not ours to release; its lease runs out
+    redlock.assertOpen();
+    return this.#held(owner, token, start, leaseMs, validity, fixedLease === undefined, results);
   }
 
   async #acquire(options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlock | null> {

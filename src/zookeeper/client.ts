@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { Stat } from 'node-zookeeper-client';
 import { type LockLostError, StaleTokenError } from '../errors.js';
+import type { ReleaseEvent } from '../internal/events.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions } from '../internal/validate.js';
 import { ZkLock } from './lock.js';
 import { ZkCore, encodeName, wrap } from './queue.js';
@@ -98,6 +99,11 @@ export class ZooKeeperHoldfast extends EventEmitter<ZooKeeperHoldfastEvents> {
   /** A handle on the reentrant lock `name` (cheap; no ZooKeeper call). */
   lock(name: string): ZkLock {
     return new ZkLock(this.core, checkName(name));
+  }
+
+  /** `zk.lock(name).onRelease(listener)`. */
+  onRelease(name: string, listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return this.lock(name).onRelease(listener);
   }
 
   /** A handle on the read-write lock `name`. */

@@ -6,10 +6,12 @@
  */
 export { ZooKeeperHoldfast, type ZooKeeperHoldfastOptions, type ZooKeeperHoldfastEvents } from './client.js';
 export { ZkLock, type ZkAcquireOptions, type ZkLockScope } from './lock.js';
-export { ZkReadWriteLock, ZkRwSide } from './read-write-lock.js';
+export { ZkReadWriteLock, ZkRwSide, ZkReadLock, type ZkHeldByOptions, type ZkReaderInfo } from './read-write-lock.js';
+export { ownerFingerprint } from '../internal/fingerprint.js';
 export { ZkSemaphore, type ZkPermitOptions } from './semaphore.js';
 export { ZkHeldLock, type ZkHoldState } from './hold.js';
 export type { SessionLossReason } from './session.js';
+export type { ReleaseEvent, WaitUntilFreeOptions } from '../internal/events.js';
 export {
   HoldfastError,
   isHoldfastError,

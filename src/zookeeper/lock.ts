@@ -6,9 +6,13 @@
  * @module
  */
 import { AcquireTimeoutError } from '../errors.js';
+import { waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
+import { ownerFingerprint } from '../internal/fingerprint.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { zkOnRelease, zkWaitUntilFree } from './events.js';
 import { ZkHeldLock, ZkHold } from './hold.js';
-import { enqueue, readQueue, type Verdict, type ZkCore } from './queue.js';
+import { enqueue, readQueue, wrap, type Verdict, type ZkCore } from './queue.js';
+import { ZK, zkCode } from './session.js';
 
 /** Options of the ZooKeeper `acquire()` / `tryAcquire()`. */
 export interface ZkAcquireOptions {
@@ -88,7 +92,9 @@ export async function acquireHold(core: ZkCore, spec: QueueSpec, owner: string, 
     existing.holds++;
     return new ZkHeldLock(existing);
   }
-  const entry = await enqueue(core, { dir: spec.dir, kind: spec.kind, timeout: parsed.timeout, signal: parsed.signal, bypass, verdict: spec.verdict });
+  // the node carries its owner's fingerprint, so that inspections can tell holders apart without the owner id
+  const data = Buffer.from(ownerFingerprint(owner));
+  const entry = await enqueue(core, { dir: spec.dir, kind: spec.kind, timeout: parsed.timeout, signal: parsed.signal, bypass, verdict: spec.verdict, data });
   if (!entry) return null;
   // Another acquisition of the same owner may have finished while we waited: keep one node per owner.
   const raced = liveHold(core, spec.key, owner);
@@ -109,6 +115,27 @@ export async function acquireHold(core: ZkCore, spec: QueueSpec, owner: string, 
   owners.set(owner, hold);
   core.holds.add(hold);
   return new ZkHeldLock(hold);
+}
+
+/**
+ * Deletes the nodes `holders` picks from the queue of `dir` (the holders' nodes, whoever holds them): their holders'
+ * `signal`s abort (each watches its own node), and the next waiters are granted as if the holders had released.
+ * Returns true when a node was deleted.
+ */
+export async function deleteHolders(core: ZkCore, dir: string, holders: (sorted: string[]) => string[]): Promise<boolean> {
+  const nodes = holders(await readQueue(core, dir));
+  const deleted = await Promise.all(
+    nodes.map(async (node) => {
+      try {
+        await core.session.call<void>((c, cb) => c.remove(`${dir}/${node}`, -1, cb));
+        return true;
+      } catch (error) {
+        if (zkCode(error) === ZK.NO_NODE) return false; // released meanwhile
+        throw wrap(error);
+      }
+    }),
+  );
+  return deleted.includes(true);
 }
 
 /** Runs `fn` under a held lock, with the lock reentrant for `fn`'s whole async call chain; releases after. */
@@ -180,5 +207,34 @@ export class ZkLock {
   /** The queue: holder first, then the waiters (node names). */
   queue(): Promise<string[]> {
     return readQueue(this.core, this.#spec.dir);
+  }
+
+  /**
+   * Deletes the holder's node, whoever holds the lock: its `signal` aborts (`taken-over`), the first waiter gets it.
+   * For operators.
+   * @returns true if a node was deleted
+   */
+  forceUnlock(): Promise<boolean> {
+    this.core.assertOpen();
+    return deleteHolders(this.core, this.#spec.dir, (sorted) => sorted.slice(0, 1));
+  }
+
+  /**
+   * Waits, without taking the lock or queueing, until nobody holds it or the holder it saw is gone (the lock may have
+   * gone to the next waiter) → `true`; `false` when `timeout` passes first. Woken by a watch.
+   * @throws the signal's reason when `signal` aborts
+   */
+  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    const { timeout, signal } = waitUntilFreeParams(options);
+    this.core.assertOpen();
+    return zkWaitUntilFree(this.core, { dir: this.#spec.dir, busy: (sorted) => sorted.slice(0, 1), handOff: true }, timeout, signal);
+  }
+
+  /**
+   * Calls `listener` each time a hold ends, in any process (a release, a forced unlock or an ended session: all
+   * `release`), until the returned function is called.
+   */
+  onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
+    return zkOnRelease(this.core, this.name, this.#spec.dir, (sorted) => sorted.slice(0, 1), undefined, listener);
   }
 }

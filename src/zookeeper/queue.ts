@@ -125,6 +125,8 @@ export interface EnqueueOptions {
   signal: AbortSignal | undefined;
   /** Grant without looking at the queue (a read lock taken by the write lock's owner: a downgrade). */
   bypass?: boolean;
+  /** The node's data (the owner's fingerprint, for inspection). @default empty */
+  data?: Buffer;
   verdict: (sorted: string[], index: number) => Verdict;
 }
 
@@ -151,7 +153,7 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
   let granted = false;
   try {
     await core.ensureDir(opts.dir);
-    path = await createProtected(core, opts.dir, prefix, opts.kind, generation, () => (created = 'unknown'));
+    path = await createProtected(core, opts.dir, prefix, opts.kind, generation, () => (created = 'unknown'), opts.data);
     created = 'yes';
     const ownPath = path;
     const name = ownPath.slice(opts.dir.length + 1);
@@ -210,12 +212,23 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
 }
 
 /** Creates `_c_<guid>-<kind>-` as an ephemeral sequential node; on a lost reply adopts the node if it was made. */
-async function createProtected(core: ZkCore, dir: string, prefix: string, kind: string, generation: number, onUncertain: () => void): Promise<string> {
+async function createProtected(
+  core: ZkCore,
+  dir: string,
+  prefix: string,
+  kind: string,
+  generation: number,
+  onUncertain: () => void,
+  data?: Buffer,
+): Promise<string> {
   const session = core.session;
   for (let attempt = 1; ; attempt++) {
     try {
       return await session.call<string>(
-        (c, cb) => c.create(`${dir}/${prefix}${kind}-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
+        (c, cb) =>
+          data === undefined
+            ? c.create(`${dir}/${prefix}${kind}-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb)
+            : c.create(`${dir}/${prefix}${kind}-`, data, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, cb),
         undefined,
         undefined,
         generation,

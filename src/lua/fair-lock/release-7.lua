@@ -7,11 +7,13 @@
   KEYS[4] the queue
   KEYS[5] waiters: owner id → channel
   KEYS[6] clients: channel → alive-until
+  KEYS[7] the events marker: present while someone waits for the lock to be free or listens for its releases
   ARGV[1] owner id
   ARGV[2] marker TTL in ms
   ARGV[3] '1' to release every hold of this owner at once, '0' for one
   ARGV[4] least TTL of a grant in ms
   ARGV[5] '1' when this is a retry of a request whose reply was lost
+  ARGV[6] the events channel: a release publishes '1' there, only while the events marker exists
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the holds left (0 = released, and handed on if anyone waits), or -1 when this owner does not hold the lock
   (a hold count of 0 is a grant not yet claimed: not held). A retry of a partial release returns what the first run
@@ -32,8 +34,8 @@ local left = 0
 if ARGV[3] ~= '1' then
   left = tonumber(v[2]) - 1
 end
-if left <= 0 and redis.call('exists', KEYS[4]) == 0 then
-  -- the common case: freed, and nobody queues to hand it to
+if left <= 0 and redis.call('exists', KEYS[4], KEYS[7]) == 0 then
+  -- the common case: freed, nobody queues to hand it to, and nobody observes its releases
   redis.call('del', KEYS[1])
   return 0
 end
@@ -41,6 +43,9 @@ end
 if left <= 0 then
   redis.call('del', KEYS[1])
   advance(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6], redis_now(), tonumber(ARGV[4]))
+  if redis.call('exists', KEYS[7]) == 1 then
+    notify(ARGV[6], '1')
+  end
   return 0
 end
 redis.call('hset', KEYS[1], 'c', left)
