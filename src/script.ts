@@ -28,6 +28,11 @@ const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|
  * Retried within the call's timeout.
  */
 const NOT_RUN = /^(TRYAGAIN|MOVED|ASK)\b|^Too many Cluster redirections\. Last error: \w+: (TRYAGAIN|MOVED|ASK)\b/;
+/**
+ * The server does not have the script: EVAL it. ioredis reports a `NOSCRIPT` that ends its redirections (the node an
+ * `ASK` led to never ran the script) inside its "Too many Cluster redirections" error.
+ */
+const NO_SCRIPT = /^(Too many Cluster redirections\. Last error: \w+: )?NOSCRIPT\b/;
 const REPLY_ERROR_NAMES = new Set(['ReplyError', 'ErrorReply', 'SimpleError', 'BlobError']);
 
 /** The errors {@link runScript} rejected with that guarantee the script did not run (see {@link didNotRun}). */
@@ -171,7 +176,7 @@ async function retryScript(
   let longest = elapsed(); // the longest try so far
   let error = firstError;
   for (let attempt = 1; ; attempt++) {
-    const noScript = messageOf(error).startsWith('NOSCRIPT');
+    const noScript = NO_SCRIPT.test(messageOf(error));
     if (noScript && elapsed() >= timeoutMs) throw toHoldfastError(error, what);
     if (!noScript) {
       if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
