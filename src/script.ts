@@ -157,8 +157,9 @@ export function runScript(
 /**
  * After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error.
  *
- * A retry is not started when it might not finish in the time left: some clients retry `TRYAGAIN` themselves before
- * they report it (GLIDE waits about 1.3 s between its tries), so one try can take seconds. Cut short by the timeout,
+ * A retry is not started when it might not finish in the time left (less than twice the longest try so far): some
+ * clients retry `TRYAGAIN` themselves before they report it (GLIDE waits about 1.3 s between its tries, ioredis
+ * 100 ms, up to 16 times), so one try can take seconds, and more under load. Cut short by the timeout,
  * it would end as "no reply" (the script might still run after holdfast gave up); instead the call rejects with the
  * server's refusal, which {@link didNotRun} recognises.
  */
@@ -181,7 +182,7 @@ async function retryScript(
     if (!noScript) {
       if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
       const pause = Math.min(100, 10 * attempt);
-      if (timeoutMs - elapsed() <= pause + longest) {
+      if (timeoutMs - elapsed() <= pause + 2 * longest) {
         const refused = toHoldfastError(error, what);
         notRun.add(refused);
         throw refused;
