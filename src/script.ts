@@ -6,8 +6,9 @@
  * @module
  */
 import type { RedisTransport, ScriptArgs } from './client.js';
-import { RedisConnectionError, ScriptError } from './errors.js';
+import { HoldfastError, RedisConnectionError, ScriptError } from './errors.js';
 import { LiveSet, type Slotted } from './internal/live-set.js';
+import { sleep } from './internal/sleep.js';
 
 /** One Lua script: its source, its SHA1 and how many of its arguments are keys. */
 export interface ScriptDef {
@@ -28,7 +29,31 @@ const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|
  * Retried within the call's timeout.
  */
 const NOT_RUN = /^(TRYAGAIN|MOVED|ASK)\b|^Too many Cluster redirections\. Last error: \w+: (TRYAGAIN|MOVED|ASK)\b/;
+/**
+ * The server does not have the script: EVAL it. ioredis reports a `NOSCRIPT` that ends its redirections (the node an
+ * `ASK` led to never ran the script) inside its "Too many Cluster redirections" error.
+ */
+const NO_SCRIPT = /^(Too many Cluster redirections\. Last error: \w+: )?NOSCRIPT\b/;
 const REPLY_ERROR_NAMES = new Set(['ReplyError', 'ErrorReply', 'SimpleError', 'BlobError']);
+
+/** The errors {@link runScript} rejected with that guarantee the script did not run (see {@link didNotRun}). */
+const notRun = new WeakSet<object>();
+
+/**
+ * True when `error`, from {@link runScript}, guarantees that the script did not run: the keys' slot is being migrated
+ * in a Redis Cluster and the server kept answering `TRYAGAIN` (or a redirection the client did not follow) until too
+ * little of the call's timeout was left for another try. While a slot migrates, a script whose keys are not all on one node is refused until
+ * the migration ends, however long it takes. Such an error is a {@link RedisConnectionError}, but nothing needs
+ * undoing, and a waiting acquisition may simply try again.
+ */
+export function didNotRun(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && notRun.has(error);
+}
+
+/** True when a script call that rejected with `error` may still have run (its reply was lost or came too late). */
+export function mayHaveRun(error: unknown): boolean {
+  return error instanceof RedisConnectionError && !notRun.has(error);
+}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -38,8 +63,9 @@ function isReplyError(error: unknown): boolean {
   return error instanceof Error && (REPLY_ERROR_NAMES.has(error.name) || REPLY_ERROR_NAMES.has(error.constructor.name));
 }
 
-/** Maps anything a client threw to a holdfast error. */
+/** Maps anything a client threw to a holdfast error (one of holdfast's own goes on as it is). */
 export function toHoldfastError(error: unknown, what: string): Error {
+  if (error instanceof HoldfastError) return error;
   const message = messageOf(error);
   if (isReplyError(error) && !TRANSIENT.test(message)) {
     return new ScriptError(`${what}: Redis replied with an error: ${message}`, { cause: error });
@@ -136,7 +162,15 @@ export function runScript(
   );
 }
 
-/** After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error. */
+/**
+ * After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error.
+ *
+ * A retry is not started when it might not finish in the time left (less than twice the longest try so far): some
+ * clients retry `TRYAGAIN` themselves before they report it (GLIDE waits about 1.3 s between its tries, ioredis
+ * 100 ms, up to 16 times), so one try can take seconds, and more under load. Cut short by the timeout,
+ * it would end as "no reply" (the script might still run after holdfast gave up); instead the call rejects with the
+ * server's refusal, which {@link didNotRun} recognises.
+ */
 async function retryScript(
   transport: RedisTransport,
   script: ScriptDef,
@@ -147,18 +181,31 @@ async function retryScript(
   firstError: unknown,
 ): Promise<unknown> {
   const what = `script ${script.name}`;
-  const left = (): number => Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
+  const elapsed = (): number => performance.now() - started;
+  let longest = elapsed(); // the longest try so far
   let error = firstError;
   for (let attempt = 1; ; attempt++) {
-    try {
-      if (messageOf(error).startsWith('NOSCRIPT')) return await withTimeout(transport.eval(script.source, keys, args), left(), what);
+    const noScript = NO_SCRIPT.test(messageOf(error));
+    if (noScript && elapsed() >= timeoutMs) throw toHoldfastError(error, what);
+    if (!noScript) {
+      if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
       const pause = Math.min(100, 10 * attempt);
-      if (!NOT_RUN.test(messageOf(error)) || timeoutMs - (performance.now() - started) <= pause) throw error;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      return await withTimeout(transport.evalsha(script.sha, keys, args), left(), what);
+      if (timeoutMs - elapsed() <= pause + 2 * longest) {
+        const refused = toHoldfastError(error, what);
+        notRun.add(refused);
+        throw refused;
+      }
+      await sleep(pause);
+    }
+    const sent = performance.now();
+    const left = Math.max(1, Math.round(timeoutMs - elapsed()));
+    try {
+      return await withTimeout(noScript ? transport.eval(script.source, keys, args) : transport.evalsha(script.sha, keys, args), left, what);
     } catch (next) {
-      if (next === error) throw toHoldfastError(error, what);
+      if (next instanceof HoldfastError) throw next; // no reply in time
       error = next;
+    } finally {
+      longest = Math.max(longest, performance.now() - sent);
     }
   }
 }

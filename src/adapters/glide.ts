@@ -45,7 +45,9 @@ export interface GlideTransportOptions {
    * The configuration the subscriber client is created from. GLIDE has no `duplicate()` and takes the pub/sub
    * callback only at creation, so holdfast creates its one subscriber client from this configuration, with its own
    * callback (and RESP3, which GLIDE's pub/sub needs). Give it when your client's configuration cannot be read back
-   * (holdfast reads the one GLIDE keeps on the client).
+   * (holdfast reads the one GLIDE keeps on the client). Unless it sets
+   * `advancedConfiguration.pubsubReconciliationIntervalMs`, the subscriber restores lost subscriptions every 250 ms
+   * (GLIDE's default: 3 s), so that wake-ups resume soon after a Cluster slot migrated or a connection came back.
    * @default the configuration `client` was created with
    */
   subscriberConfig?: GlideConfig;
@@ -126,6 +128,13 @@ const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
 const SUBSCRIBE_TIMEOUT_MS = 30_000;
 /** How long closing the subscriber waits for its unsubscriptions before it closes anyway. */
 const CLOSE_TIMEOUT_MS = 1000;
+/**
+ * How often the subscriber client compares its subscriptions with the server's and restores the missing ones
+ * (GLIDE's `advancedConfiguration.pubsubReconciliationIntervalMs`, 3 s by default). A Redis Cluster slot that
+ * migrated drops its sharded subscriptions on the old node, and wake-ups published before they are restored are
+ * lost: the waiters then sleep until the holder's lease runs out.
+ */
+const SUBSCRIBER_RECONCILE_MS = 250;
 
 const strings = (values: readonly (string | number)[]): string[] => values.map(String);
 
@@ -168,9 +177,10 @@ export function glideTransport(client: GlideLike, options: GlideTransportOptions
       if (!config || !create) {
         throw new TypeError('holdfast cannot read this GLIDE client\'s configuration: pass glideTransport(client, { subscriberConfig })');
       }
-      const { protocol: _protocol, pubsubSubscriptions: _subscriptions, lazyConnect: _lazy, ...rest } = config;
+      const { protocol: _protocol, pubsubSubscriptions: _subscriptions, lazyConnect: _lazy, advancedConfiguration, ...rest } = config;
       const sub = await create.call(client.constructor, {
         ...rest,
+        advancedConfiguration: { pubsubReconciliationIntervalMs: SUBSCRIBER_RECONCILE_MS, ...(advancedConfiguration as GlideConfig | undefined) },
         pubsubSubscriptions: {
           channelsAndPatterns: {},
           callback: (msg: GlidePubSubMsg) => onMessage(String(msg.channel), String(msg.message)),

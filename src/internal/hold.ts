@@ -9,7 +9,8 @@
  *   the first run did. A reply that came across a reconnect (the client may have resent the command itself) is read
  *   the same way.
  * - A release that cannot reach Redis never keeps the lock alive: renewal ends at the first failed try, so the lock
- *   frees by itself within one lease; after the last try the hold is given up (its `signal` aborts with reason
+ *   frees by itself within one lease. A try that a Redis Cluster slot in migration refused did not run and is not
+ *   counted while the lease lasts. After the last try the hold is given up (its `signal` aborts with reason
  *   `release-failed`), `release()` rejects with a `ReleaseFailedError` saying by when the lock is free at the latest,
  *   and the release goes on in the background (every hold of the owner at once) until it lands or the lease has
  *   run out. A later `release()` tries again.
@@ -17,6 +18,7 @@
 import type { Closable } from '../core.js';
 import type { LiveSet } from './live-set.js';
 import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
+import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
 import { Lease } from './lease.js';
@@ -242,15 +244,18 @@ export class HoldTable {
     let left: number;
     lease.releasing++; // a renewal that runs after this release finds the key gone: not a loss
     try {
-      for (let n = 1; ; n++) {
+      for (let failed = 0; ; ) {
         try {
           left = await this.#send(request);
           break;
         } catch (error) {
           if (!transient(error)) throw error;
           lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
-          if (n >= RELEASE_TRIES) return this.#giveUp(hold, error);
-          await sleep(25 * n);
+          // A Redis Cluster slot in migration refused the try (it did not run): the lock is held all the same, so the
+          // release keeps trying until the lease runs out, whatever the number of tries.
+          const refused = didNotRun(error) && lease.deadline !== Infinity && now() < lease.deadline;
+          if (!refused && ++failed >= RELEASE_TRIES) return this.#giveUp(hold, error);
+          await sleep(25 * Math.max(1, failed));
         }
       }
     } finally {
@@ -275,7 +280,13 @@ export class HoldTable {
     const retry = request.sent;
     request.sent = true;
     const epoch = this.host.epoch?.();
-    const reply = await request.send(retry);
+    let reply: number;
+    try {
+      reply = await request.send(retry);
+    } catch (error) {
+      if (didNotRun(error)) request.sent = retry; // refused, not run: the next try is no retry of this one
+      throw error;
+    }
     // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
     // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
     return (retry || this.host.epoch?.() !== epoch) && reply < 0 && request.heldWhenSent === true ? 0 : reply;

@@ -5,11 +5,26 @@
  */
 import type { Core } from '../core.js';
 import type { AcquireContext } from '../diagnostics.js';
+import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import type { Listener } from './notifier.js';
 
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
 export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
+
+/** How soon a waiter tries again after a Redis Cluster slot in migration refused its attempt. */
+const MIGRATING_RETRY_MS = 50;
+
+/**
+ * For an attempt that rejected with `error`: when the attempt's script surely did not run because its slot is being
+ * migrated (see `didNotRun`) and the caller waits (`timeout` not 0), a busy outcome, to try again shortly; else
+ * `error` is thrown again. A migration refuses a script whose keys are not all on one node until it ends, which can
+ * outlast `commandTimeout`: the acquisition's own `timeout` bounds the wait instead.
+ */
+export function refusedWhileMigrating<T>(error: unknown, timeout: number | undefined): Attempt<T> {
+  if (timeout === 0 || !didNotRun(error)) throw error;
+  return { done: false, retryInMs: MIGRATING_RETRY_MS };
+}
 
 export interface WaitOptions<T> {
   name: string;
@@ -77,7 +92,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
         core.assertOpen();
         // The wait timeout bounds the sleeping; each Redis call is bounded by commandTimeout.
         if (opts.trace) opts.trace.attempts++;
-        result = await opts.attempt(core.settings.commandTimeout);
+        result = await opts.attempt(core.settings.commandTimeout).catch((error: unknown) => refusedWhileMigrating<T>(error, timeout));
       }
       if (result.done) {
         gaveUp = false;

@@ -21,7 +21,7 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
@@ -29,6 +29,7 @@ import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validat
 import { withHeld } from '../internal/scope.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import { mayHaveRun } from '../script.js';
 import { acquireParams } from '../internal/acquire.js';
 import { publishHandoff, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
@@ -331,7 +332,7 @@ export class FairLock {
             reply = (await core.run(scripts['fair-lock/acquire'], keys, [owner, leaseMs, channel, enqueue, t.aliveMs, t.grantFloorMs, t.stateTtlMs], budget)) as number[];
           } catch (error) {
             // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
-            if (fresh && error instanceof RedisConnectionError) this.#abandon(owner);
+            if (fresh && mayHaveRun(error)) this.#abandon(owner);
             throw error;
           }
           if (reply[0] === 1) {

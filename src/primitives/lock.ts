@@ -5,7 +5,7 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, ReplicationNotReachedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, ReplicationNotReachedError } from '../errors.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { acquireParams } from '../internal/acquire.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
@@ -15,8 +15,9 @@ import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/re
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { withHeld } from '../internal/scope.js';
 import { traceAcquire } from '../internal/trace.js';
-import { waitFor, type Attempt } from '../internal/wait.js';
+import { refusedWhileMigrating, waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import { mayHaveRun } from '../script.js';
 
 /** Options of {@link Lock.acquire} and {@link Lock.tryAcquire}. */
 export interface AcquireOptions {
@@ -285,7 +286,7 @@ export class Lock {
         },
         (error: unknown) => {
           // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
-          if (fresh && error instanceof RedisConnectionError) this.#abandon(owner);
+          if (fresh && mayHaveRun(error)) this.#abandon(owner);
           throw error;
         },
       );
@@ -297,7 +298,7 @@ export class Lock {
     if (!(fresh && timeout !== 0 && notifier.busyFor(channel) > 0 && notifier.waiting(channel) > 0)) {
       signal?.throwIfAborted();
       if (trace) trace.attempts++;
-      first = await attempt(core.settings.commandTimeout);
+      first = await attempt(core.settings.commandTimeout).catch((error: unknown) => refusedWhileMigrating<HeldLock>(error, timeout));
     }
     const held = first?.done
       ? first.value

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { traceAcquire, type HeldFacts } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
@@ -21,6 +21,7 @@ import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import { mayHaveRun } from '../script.js';
 import { adoptParams, type AdoptOptions } from './lock.js';
 import { checkPermitDelta, checkPermits, MAX_PERMITS, SEMAPHORE_RECHECK_MS } from './semaphore.js';
 
@@ -421,7 +422,7 @@ export class PermitExpirableSemaphore {
           ) as number[];
         } catch (error) {
           // The reply was lost: the permits may be ours in Redis. Give them back; their lease bounds them anyway.
-          if (error instanceof RedisConnectionError) {
+          if (mayHaveRun(error)) {
             core.run(scripts['psem/release-many'], this.#keys, ['any', this.#channel, ...ids]).catch(() => {});
           }
           throw error;

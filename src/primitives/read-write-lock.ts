@@ -18,7 +18,7 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, RedisConnectionError, UpgradeRefusedError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, UpgradeRefusedError } from '../errors.js';
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
@@ -30,6 +30,7 @@ import type { AcquireContext } from '../diagnostics.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import { mayHaveRun } from '../script.js';
 import { adoptParams, type AcquireOptions, type AdoptOptions } from './lock.js';
 
 const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
@@ -262,7 +263,7 @@ abstract class Side<H extends LeasedHeld> {
           result = await this.attemptOnce(owner, leaseMs, budget, waiting);
         } catch (error) {
           // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
-          if (fresh && error instanceof RedisConnectionError) {
+          if (fresh && mayHaveRun(error)) {
             this.table.ops.releaseAll(owner).catch(() => {
               /* unreachable: the lease will expire */
             });

@@ -124,6 +124,12 @@ export class RedisCluster {
     return moved;
   }
 
+  /** True while `slot` is being migrated away from its owner (its `CLUSTER SETSLOT … MIGRATING` is in force). */
+  async isMigrating(slot: number): Promise<boolean> {
+    const nodes = await cli(await this.ownerOf(slot), 'CLUSTER', 'NODES');
+    return nodes.split('\n').some((line) => line.includes('myself') && line.includes(`[${slot}->-`));
+  }
+
   /** Total `MOVED`, `ASK` and `TRYAGAIN` error replies the nodes sent so far (`INFO errorstats`). */
   async redirections(): Promise<number> {
     let total = 0;

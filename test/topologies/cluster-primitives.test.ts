@@ -190,7 +190,8 @@ for (const kind of clusterClients) {
 
     void it('FairLock survives a slot migration (MOVED/ASK/TRYAGAIN) mid-run: exclusion and token order intact', async (t) => {
       const [a, b] = await pair();
-      const name = 'fair-migrating';
+      // A slot of its own per client, so that each migrates the same number of keys.
+      const name = `fair-migrating-${clusterClients.indexOf(kind)}`;
       const slot = await cluster.keySlot(a.core.keys.lock(name));
       const from = await cluster.ownerOf(slot);
       const to = (await cluster.masters()).find((s) => s.port !== from)!.port;
@@ -209,7 +210,8 @@ for (const kind of clusterClients) {
                 await sleep(1);
                 inside--;
               },
-              { lease: 3000, timeout: 10_000 },
+              // While the slot migrates, a release is refused (TRYAGAIN) until it ends: the lease outlasts it.
+              { lease: 15_000, timeout: 40_000 },
             );
           } catch (error) {
             errors.push(error);
@@ -222,12 +224,14 @@ for (const kind of clusterClients) {
       const redirectsBefore = await cluster.redirections();
       const workers = [worker(a), worker(b), worker(a)];
       await sleep(300);
+      const migrationStart = performance.now();
       const moved = await cluster.migrateSlot(slot, to, 20);
+      const migrationMs = performance.now() - migrationStart;
       await sleep(500);
       stop = true;
       await Promise.all(workers);
       const redirects = (await cluster.redirections()) - redirectsBefore;
-      t.diagnostic(`migrated ${moved} keys; ${tokens.length} fair-lock holds; ${redirects} MOVED/ASK/TRYAGAIN replies`);
+      t.diagnostic(`migrated ${moved} keys in ${Math.round(migrationMs)} ms; ${tokens.length} fair-lock holds; ${redirects} MOVED/ASK/TRYAGAIN replies`);
       assert.ok(moved > 300, `migrated ${moved} keys`);
       assert.ok(redirects > 0, 'the clients were redirected at least once');
       assert.equal(await cluster.ownerOf(slot), to);
