@@ -11,6 +11,7 @@ import {
   CHANNELS,
   fingerprint,
   LockLostError,
+  LockNotHeldError,
   Redlock,
   type AcquireContext,
   type HandoffMessage,
@@ -255,5 +256,71 @@ describeEachAdapter('diagnostics channels', (ctx) => {
     );
     await second.release();
     assertNoSecret(first.owner, second.owner);
+  });
+
+  void it('without a start subscriber the events are published directly: the same events, in the same order, on the same contexts as tracePromise', async () => {
+    /** Every event but `start`, as `channel:event outcome error #n` (n: the context's number, in order of first sight). */
+    const log: string[] = [];
+    const numbers = new Map<object, number>();
+    const entry = (channel: string, event: string) => (c: AcquireContext | ReleaseContext) => {
+      if (!numbers.has(c)) numbers.set(c, numbers.size);
+      const error = c.error === undefined ? '' : (c.error as Error).constructor.name;
+      log.push(`${channel}:${event} ${String(c.outcome)} ${error} #${numbers.get(c)}`);
+    };
+    const handlersOf = (channel: string) => ({
+      start: ignore,
+      end: entry(channel, 'end'),
+      asyncStart: entry(channel, 'asyncStart'),
+      asyncEnd: entry(channel, 'asyncEnd'),
+      error: entry(channel, 'error'),
+    });
+    const loggers = { acquire: handlersOf('acquire'), release: handlersOf('release') };
+    const { start: _a, ...acquireNoStart } = loggers.acquire;
+    const { start: _r, ...releaseNoStart } = loggers.release;
+    const acquire = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
+    const release = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
+    const scenario = async (name: string): Promise<string[]> => {
+      log.length = 0;
+      numbers.clear();
+      const lock = ctx.holdfast.lock(name);
+      const held = await lock.acquire();
+      assert.equal(await lock.tryAcquire(), null);
+      await assert.rejects(lock.acquire({ timeout: 60 }), AcquireTimeoutError);
+      await held.release();
+      const short = await lock.acquire({ lease: 100 });
+      await sleep(250);
+      await assert.rejects(short.release(), LockNotHeldError);
+      return [...log];
+    };
+
+    // the file's own handlers listen to `start`: off for the first run
+    acquire.unsubscribe(acquireHandlers);
+    release.unsubscribe(releaseHandlers);
+    let direct: string[];
+    try {
+      acquire.subscribe(acquireNoStart as typeof loggers.acquire);
+      release.subscribe(releaseNoStart as typeof loggers.release);
+      assert.equal(acquire.start.hasSubscribers, false);
+      direct = await scenario('dc:direct');
+    } finally {
+      acquire.unsubscribe(acquireNoStart as typeof loggers.acquire);
+      release.unsubscribe(releaseNoStart as typeof loggers.release);
+      acquire.subscribe(acquireHandlers);
+      release.subscribe(releaseHandlers);
+    }
+    acquire.subscribe(loggers.acquire);
+    release.subscribe(loggers.release);
+    let traced: string[];
+    try {
+      assert.equal(acquire.start.hasSubscribers, true);
+      traced = await scenario('dc:traced');
+    } finally {
+      acquire.unsubscribe(loggers.acquire);
+      release.unsubscribe(loggers.release);
+    }
+    assert.deepEqual(direct, traced);
+    assert.deepEqual(direct.slice(0, 3), ['acquire:end undefined  #0', 'acquire:asyncStart acquired  #0', 'acquire:asyncEnd acquired  #0']);
+    assert.ok(direct.includes('acquire:error timed-out AcquireTimeoutError #2'), direct.join('\n'));
+    assert.ok(direct.includes('release:asyncEnd not-held LockNotHeldError #5'), direct.join('\n'));
   });
 });
