@@ -29,7 +29,10 @@ import { CHANNELS, type AcquireContext, type HandoffMessage, type LostMessage, t
 
 /** The attribute names holdfast puts on its spans and metrics. */
 export const ATTR = {
-  /** Which primitive: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `permit-semaphore`, `multi-lock`, `redlock`. */
+  /**
+   * Which primitive: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `permit-semaphore`, `multi-lock`,
+   * `redlock`, `redlock-semaphore`; on ZooKeeper `zk-lock`, `zk-read-lock`, `zk-write-lock`, `zk-semaphore`.
+   */
   KIND: 'holdfast.kind',
   /** The lock's name (on spans; on metrics only with `nameInMetrics`). */
   NAME: 'holdfast.lock.name',
@@ -37,7 +40,7 @@ export const ATTR = {
   FINGERPRINT: 'holdfast.owner.fingerprint',
   /** How the acquisition ended: `acquired`, `timed-out`, `aborted`, `error`. */
   OUTCOME: 'holdfast.acquire.outcome',
-  /** Attempts made against Redis. */
+  /** Attempts made (calls to Redis; on ZooKeeper, looks at the queue). */
   ATTEMPTS: 'holdfast.acquire.attempts',
   /** ms from the `acquire()` call to its end. */
   WAITED: 'holdfast.acquire.waited_ms',

@@ -14,6 +14,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import zookeeper, { type Event, type Stat } from 'node-zookeeper-client';
 import { closeHolds, type Closable, type HoldContext } from '../core.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { type LockLostError, ZooKeeperConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Session, ZK, czxidOf, waitEvent, zkCode, type SessionLossReason } from './session.js';
@@ -124,6 +125,8 @@ export interface EnqueueOptions {
   signal: AbortSignal | undefined;
   /** Grant without looking at the queue (a read lock taken by the write lock's owner: a downgrade). */
   bypass?: boolean;
+  /** The acquisition's diagnostics context, when traced: each look at the queue counts as an attempt. */
+  trace?: AcquireContext | undefined;
   verdict: (sorted: string[], index: number) => Verdict;
 }
 
@@ -160,6 +163,7 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
     statP.catch(() => {});
     for (;;) {
       if (lost.signal.aborted) throw lost.signal.reason;
+      if (opts.trace) opts.trace.attempts++;
       try {
         const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb), undefined, undefined, generation));
         const index = children.indexOf(name);

@@ -6,7 +6,9 @@
  *
  * @module
  */
+import type { AcquireContext } from '../diagnostics.js';
 import { AcquireTimeoutError, UpgradeRefusedError } from '../errors.js';
+import { traceAcquire } from '../internal/trace.js';
 import type { ZkHeldLock } from './hold.js';
 import { kindOf, readQueue, type ZkCore } from './queue.js';
 import { acquireHold, liveHold, parseAcquire, runWith, type ParsedAcquire, type QueueSpec, type ZkAcquireOptions, type ZkLockScope } from './lock.js';
@@ -40,12 +42,12 @@ export class ZkRwSide {
     return this.core.newOwner();
   }
 
-  async #acquire(parsed: ParsedAcquire): Promise<ZkHeldLock | null> {
+  async #acquire(parsed: ParsedAcquire, trace: AcquireContext | undefined): Promise<ZkHeldLock | null> {
     const owner = this.#owner(parsed.owner);
     const holdsOther = liveHold(this.core, this.other.key, owner) !== undefined;
     if (this.mode === 'write' && holdsOther && !liveHold(this.core, this.spec.key, owner)) throw new UpgradeRefusedError(this.name);
     // A read lock taken by the write lock's owner is granted at once (downgrade): the writer excludes everyone else.
-    return acquireHold(this.core, this.spec, owner, parsed, this.mode === 'read' && holdsOther);
+    return acquireHold(this.core, this.spec, owner, parsed, trace, this.mode === 'read' && holdsOther);
   }
 
   /**
@@ -53,16 +55,18 @@ export class ZkRwSide {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    * @throws {UpgradeRefusedError} when a read-lock owner asks for the write lock
    */
-  async acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
-    const parsed = parseAcquire(options, undefined);
-    const held = await this.#acquire(parsed);
-    if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
-    return held;
+  acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
+    return traceAcquire(this.spec.primitive, this.name, options, async (trace) => {
+      const parsed = parseAcquire(options, undefined);
+      const held = await this.#acquire(parsed, trace);
+      if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
+      return held;
+    });
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the held lock or `null`. */
   tryAcquire(options?: ZkAcquireOptions): Promise<ZkHeldLock | null> {
-    return this.#acquire(parseAcquire(options, 0));
+    return traceAcquire(this.spec.primitive, this.name, options, async (trace) => this.#acquire(parseAcquire(options, 0), trace));
   }
 
   /** Runs `fn` holding this side; reentrant (and downgradable) inside `fn`. */
@@ -91,6 +95,7 @@ export class ZkReadWriteLock {
       name,
       dir,
       kind: 'read',
+      primitive: 'zk-read-lock',
       verdict: (sorted, index) => {
         for (let i = index - 1; i >= 0; i--) if (kindOf(sorted[i]!) === 'write') return { granted: false, watch: sorted[i]! };
         return { granted: true };
@@ -101,6 +106,7 @@ export class ZkReadWriteLock {
       name,
       dir,
       kind: 'write',
+      primitive: 'zk-write-lock',
       verdict: (sorted, index) => (index === 0 ? { granted: true } : { granted: false, watch: sorted[index - 1]! }),
     };
     this.#read = new ZkRwSide(core, read, write, 'read');
