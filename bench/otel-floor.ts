@@ -166,7 +166,23 @@ for (const spans of [false, true]) {
 // the publish side: the hooks around a settled operation, with and without an (empty) asyncEnd subscriber
 {
   let n = 0;
-  const held: Traced = { diagnostics: () => ({ kind: 'lock', name: 'l', owner: `3f1c2a9e-5b7d-4c1e-9a2b-0c8d7e6f5a4b:${++n}`, token: n, holdCount: 1 }) };
+  // a fresh owner per acquisition, as an uncontended cycle has; its facts carry the owner (what earlier revisions
+  // hash) and a fingerprint hashed when read (what a hold gives now)
+  const held: Traced = {
+    diagnostics: () => {
+      const owner = `3f1c2a9e-5b7d-4c1e-9a2b-0c8d7e6f5a4b:${++n}`;
+      return {
+        kind: 'lock',
+        name: 'l',
+        owner,
+        get fingerprint() {
+          return lib.fingerprint(owner);
+        },
+        token: n,
+        holdCount: 1,
+      };
+    },
+  };
   const cycle = async (): Promise<void> => {
     await hooks.traceAcquire('lock', 'l', undefined, () => Promise.resolve(held));
     await hooks.traceRelease(held, () => Promise.resolve());
