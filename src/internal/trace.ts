@@ -6,9 +6,9 @@
  * the Redis one (internal/hold.ts) and the ZooKeeper one (zookeeper/hold.ts).
  *
  * With subscribers, an acquisition or a release costs one context object and one promise step, and a hold hashes its
- * owner id once (the fingerprint, which the hold keeps). A tracing channel whose `start` event nobody listens to
- * (nor binds a store to) needs nothing of `tracePromise` but its events, so they are published here directly, in the
- * same order and with the same context; with a `start` subscriber or a bound store, `tracePromise` runs as is.
+ * owner id once (the fingerprint, which the hold keeps). The tracing events are those of `tracePromise`, in its order
+ * and with its store handling (`start.runStores`), published here rather than through it: it would take two more
+ * promise steps and two closures per call, and put the held object on the context.
  */
 import dc from 'node:diagnostics_channel';
 import {
@@ -98,28 +98,18 @@ export function traceAcquire<T>(kind: PrimitiveKind, name: string, options: unkn
     holdCount: undefined,
     permits: undefined,
   };
-  if (!acquireChannel.start.hasSubscribers) return acquireDirect(ctx, start, options, run);
-  let value: T;
-  // The traced promise resolves to nothing: the held object (which knows the owner id) never reaches a subscriber.
-  return acquireChannel
-    .tracePromise(
-      () =>
-        run(ctx).then(
-          (result) => {
-            acquired(ctx, start, (value = result));
-          },
-          (error: unknown) => {
-            failed(ctx, start, error, options);
-            throw error;
-          },
-        ),
-      ctx,
-    )
-    .then(() => value);
+  // `start` (and the stores bound to it) around the call, as `tracePromise` does: the continuation, which publishes
+  // the async events, runs in the context entered there
+  const channel = acquireChannel.start;
+  return channel.hasSubscribers ? channel.runStores(ctx, acquireTraced<T>, undefined, ctx, start, options, run) : acquireTraced(ctx, start, options, run);
 }
 
-/** {@link traceAcquire} without a `start` subscriber: `tracePromise`'s other events, published here. */
-async function acquireDirect<T>(ctx: AcquireContext, start: number, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
+/**
+ * The acquisition and the tracing events after `start`, in `tracePromise`'s order: `end` once the call returned its
+ * promise, then `error` (when it rejects), `asyncStart` and `asyncEnd`. The context is complete before `asyncStart`.
+ * The held object is never put on it (`tracePromise` would set `result`): it knows the owner id.
+ */
+async function acquireTraced<T>(ctx: AcquireContext, start: number, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
   let pending: Promise<T>;
   try {
     pending = run(ctx);
@@ -202,24 +192,12 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
     if (!facts) return run();
     ctx = { id: undefined, kind: facts.kind, name: facts.name, fingerprint: facts.fingerprint, token: facts.token, heldMs: undefined, outcome: undefined };
   }
-  if (!releaseChannel.start.hasSubscribers) return releaseDirect(ctx, run);
-  return releaseChannel.tracePromise(
-    () =>
-      run().then(
-        () => {
-          ctx.outcome = 'released';
-        },
-        (error: unknown) => {
-          ctx.outcome = releaseOutcome(error);
-          throw error;
-        },
-      ),
-    ctx,
-  );
+  const channel = releaseChannel.start;
+  return channel.hasSubscribers ? channel.runStores(ctx, releaseTraced, undefined, ctx, run) : releaseTraced(ctx, run);
 }
 
-/** {@link traceRelease} without a `start` subscriber (see {@link acquireDirect}). */
-async function releaseDirect(ctx: ReleaseContext, run: () => Promise<void>): Promise<void> {
+/** The release and its tracing events after `start` (see {@link acquireTraced}). */
+async function releaseTraced(ctx: ReleaseContext, run: () => Promise<void>): Promise<void> {
   let pending: Promise<void>;
   try {
     pending = run();
