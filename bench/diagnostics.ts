@@ -5,6 +5,8 @@
  * - **bare**: this work tree's `src/` with the channel hooks passed straight through (src/internal/trace.ts replaced
  *   by calls of the wrapped function: the library as if the channels were not there), the reference of every ratio;
  * - **no subscriber**: the same `src/` as built, nobody subscribed to the channels;
+ * - **empty subscriber** (with `--modes`): the same, with a subscriber to both tracing channels' `asyncEnd` that does
+ *   nothing: what the publishing side costs once anyone listens;
  * - **metrics**: the same, with `holdfast/otel` recording metrics only (`spans: false`);
  * - **metrics+spans**: the same, with `holdfast/otel` recording metrics and spans (its defaults).
  *
@@ -21,9 +23,12 @@
  * `--chunks` turns of `rounds / chunks` pairs each. The table gives the median ratio over pairs, its interquartile
  * range, and the medians of cycles/s and client CPU per cycle.
  *
- *   npx tsx bench/diagnostics.ts [--block 300] [--rounds 120] [--chunks 3] [--before <rev>]
+ *   npx tsx bench/diagnostics.ts [--block 300] [--rounds 120] [--chunks 3] [--before <rev>] [--modes a,b,…]
+ *
+ * `--modes` picks the contenders (default `no subscriber,metrics,metrics+spans`; `empty subscriber` is the fourth).
  */
 import { execFileSync } from 'node:child_process';
+import dc from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +43,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '120' },
     chunks: { type: 'string', default: '3' },
     before: { type: 'string' },
+    modes: { type: 'string', default: 'no subscriber,metrics,metrics+spans' },
     // internal: run one comparison in this (child) process
     child: { type: 'string' },
   },
@@ -46,8 +52,10 @@ const BLOCK = Number(values.block);
 const ROUNDS = Number(values.rounds);
 const CHUNKS = Number(values.chunks);
 
-type Mode = 'no subscriber' | 'metrics' | 'metrics+spans';
-const MODES: readonly Mode[] = ['no subscriber', 'metrics', 'metrics+spans'];
+type Mode = 'no subscriber' | 'empty subscriber' | 'metrics' | 'metrics+spans';
+const ALL_MODES: readonly Mode[] = ['no subscriber', 'empty subscriber', 'metrics', 'metrics+spans'];
+const MODES = values.modes.split(',').map((m) => m.trim()) as Mode[];
+for (const m of MODES) if (!ALL_MODES.includes(m)) throw new TypeError(`--modes: ${ALL_MODES.join(', ')}; got ${m}`);
 
 /** What a child process runs: one contender against its bare build. */
 interface Job {
@@ -123,7 +131,10 @@ async function main(): Promise<void> {
     await server.stop();
     rmSync(work, { recursive: true, force: true });
   }
-  const args = process.argv.slice(2).join(' ');
+  const args = process.argv
+    .slice(2)
+    .map((a) => (/^[\w,.=/+-]+$/.test(a) ? a : `'${a}'`))
+    .join(' ');
   console.log(`$ npx tsx bench/diagnostics.ts${args ? ` ${args}` : ''}\n`);
   console.log(
     `Uncontended Lock acquire+release (ioredis, local redis-server), ${ROUNDS} pairs of ${BLOCK}-cycle blocks per contender ` +
@@ -156,7 +167,12 @@ async function child(job: Job): Promise<Result> {
   const hfBare = new bare.Holdfast({ redis: clients[0], prefix: 'bench-bare:' });
   const hf = new lib.Holdfast({ redis: clients[1], prefix: 'bench-contender:' });
   let instrumentation: { disable(): void } | undefined;
-  if (job.mode !== 'no subscriber') {
+  if (job.mode === 'empty subscriber') {
+    const handlers = { asyncEnd: () => {} };
+    const channels = [dc.tracingChannel('holdfast:acquire'), dc.tracingChannel('holdfast:release')];
+    for (const c of channels) c.subscribe(handlers as never);
+    instrumentation = { disable: () => channels.forEach((c) => c.unsubscribe(handlers as never)) };
+  } else if (job.mode !== 'no subscriber') {
     const { instrumentHoldfast } = (await import(job.build.otel)) as { instrumentHoldfast: (o: unknown) => { disable(): void } };
     instrumentation = instrumentHoldfast({ tracerProvider: otel.tracerProvider, meterProvider: otel.meterProvider, spans: job.mode === 'metrics+spans' });
   }
