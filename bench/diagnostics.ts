@@ -26,6 +26,9 @@
  *   npx tsx bench/diagnostics.ts [--block 300] [--rounds 120] [--chunks 3] [--before <rev>] [--modes a,b,…]
  *
  * `--modes` picks the contenders (default `no subscriber,metrics,metrics+spans`; `empty subscriber` is the fourth).
+ * `--ab` (with `--before`) adds a direct comparison per contender: the work tree against the revision, each with its
+ * own bridge, in one process, the bridge of each side subscribed only for its own blocks (subscribing happens
+ * outside the timed block).
  */
 import { execFileSync } from 'node:child_process';
 import dc from 'node:diagnostics_channel';
@@ -44,6 +47,7 @@ const { values } = parseArgs({
     chunks: { type: 'string', default: '3' },
     before: { type: 'string' },
     modes: { type: 'string', default: 'no subscriber,metrics,metrics+spans' },
+    ab: { type: 'boolean', default: false },
     // internal: run one comparison in this (child) process
     child: { type: 'string' },
   },
@@ -57,10 +61,11 @@ const ALL_MODES: readonly Mode[] = ['no subscriber', 'empty subscriber', 'metric
 const MODES = values.modes.split(',').map((m) => m.trim()) as Mode[];
 for (const m of MODES) if (!ALL_MODES.includes(m)) throw new TypeError(`--modes: ${ALL_MODES.join(', ')}; got ${m}`);
 
-/** What a child process runs: one contender against its bare build. */
+/** What a child process runs: one contender against its bare build, or against `reference` in the same mode. */
 interface Job {
   mode: Mode;
   build: Bundle;
+  reference?: Bundle;
   url: string;
   rounds: number;
 }
@@ -111,11 +116,12 @@ async function main(): Promise<void> {
       const rev = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', values.before]).toString().trim();
       builds.push({ label: rev, build: await bundle(checkout(values.before, join(work, 'before-src')), join(work, 'before')) });
     }
-    const jobs = builds.flatMap((b) => MODES.map((mode) => ({ key: `${b.label}\0${mode}`, mode, build: b.build })));
+    const jobs: { key: string; mode: Mode; build: Bundle; reference?: Bundle }[] = builds.flatMap((b) => MODES.map((mode) => ({ key: `${b.label}\0${mode}`, mode, build: b.build })));
+    if (values.ab && builds[1]) for (const mode of MODES) jobs.push({ key: `ab\0${mode}`, mode, build: builds[0]!.build, reference: builds[1].build });
     for (let chunk = 0; chunk < CHUNKS; chunk++) {
       const rounds = Math.floor(ROUNDS / CHUNKS) + (chunk < ROUNDS % CHUNKS ? 1 : 0);
       for (const job of chunk % 2 === 0 ? jobs : [...jobs].reverse()) {
-        const spec: Job = { mode: job.mode, build: job.build, url: server.url, rounds };
+        const spec: Job = { mode: job.mode, build: job.build, ...(job.reference ? { reference: job.reference } : {}), url: server.url, rounds };
         const out = execFileSync(
           process.execPath,
           ['--import', 'tsx', join(ROOT, 'bench/diagnostics.ts'), '--child', JSON.stringify(spec), '--block', String(BLOCK)],
@@ -155,27 +161,57 @@ async function main(): Promise<void> {
     }
   }
   console.log(rows.join('\n'));
+  if (values.ab && builds[1]) {
+    console.log(`\nThe work tree against ${builds[1].label}, each with its own bridge (same process, interleaved blocks):\n`);
+    const ab = [
+      `| contender | work tree cycles/s | ${builds[1].label} cycles/s | work tree CPU µs/cycle | ${builds[1].label} CPU µs/cycle | time ÷ ${builds[1].label}, median (IQR) | CPU ÷ ${builds[1].label}, median (IQR) |`,
+      '|---|---:|---:|---:|---:|---:|---:|',
+    ];
+    for (const mode of MODES) {
+      const r = results.get(`ab\0${mode}`)!;
+      ab.push(
+        `| ${mode} | ${quantile(r.perSec, 0.5).toFixed(0)} | ${quantile(r.barePerSec, 0.5).toFixed(0)} | ${quantile(r.cpu, 0.5).toFixed(1)} | ` +
+          `${quantile(r.bareCpu, 0.5).toFixed(1)} | ${range(r.ratios)} | ${range(r.cpuRatios)} |`,
+      );
+    }
+    console.log(ab.join('\n'));
+  }
 }
 
-/** One contender against its bare build, in this process. */
+/** One contender against its bare build (or its reference), in this process. */
 async function child(job: Job): Promise<Result> {
   type Lib = { Holdfast: new (options: { redis: unknown; prefix: string }) => HoldfastLike };
-  const bare = (await import(job.build.bare)) as Lib;
-  const lib = (await import(job.build.lib)) as Lib;
+  type Otel = { instrumentHoldfast: (o: unknown) => { disable(): void } };
   const otel = sdk();
+  /** Turns the contender's subscriber on for `build` (the bridge of that build, or an empty one); returns its off. */
+  const subscribe = async (build: Bundle): Promise<() => void> => {
+    if (job.mode === 'no subscriber') return () => {};
+    if (job.mode === 'empty subscriber') {
+      const handlers = { asyncEnd: () => {} };
+      const channels = [dc.tracingChannel('holdfast:acquire'), dc.tracingChannel('holdfast:release')];
+      for (const c of channels) c.subscribe(handlers as never);
+      return () => channels.forEach((c) => c.unsubscribe(handlers as never));
+    }
+    const { instrumentHoldfast } = (await import(build.otel)) as Otel;
+    const instrumentation = instrumentHoldfast({ tracerProvider: otel.tracerProvider, meterProvider: otel.meterProvider, spans: job.mode === 'metrics+spans' });
+    return () => instrumentation.disable();
+  };
+  const reference = (await import(job.reference ? job.reference.lib : job.build.bare)) as Lib;
+  const lib = (await import(job.build.lib)) as Lib;
   const clients = [new Redis(job.url), new Redis(job.url)];
-  const hfBare = new bare.Holdfast({ redis: clients[0], prefix: 'bench-bare:' });
+  const hfBare = new reference.Holdfast({ redis: clients[0], prefix: 'bench-reference:' });
   const hf = new lib.Holdfast({ redis: clients[1], prefix: 'bench-contender:' });
-  let instrumentation: { disable(): void } | undefined;
-  if (job.mode === 'empty subscriber') {
-    const handlers = { asyncEnd: () => {} };
-    const channels = [dc.tracingChannel('holdfast:acquire'), dc.tracingChannel('holdfast:release')];
-    for (const c of channels) c.subscribe(handlers as never);
-    instrumentation = { disable: () => channels.forEach((c) => c.unsubscribe(handlers as never)) };
-  } else if (job.mode !== 'no subscriber') {
-    const { instrumentHoldfast } = (await import(job.build.otel)) as { instrumentHoldfast: (o: unknown) => { disable(): void } };
-    instrumentation = instrumentHoldfast({ tracerProvider: otel.tracerProvider, meterProvider: otel.meterProvider, spans: job.mode === 'metrics+spans' });
-  }
+  // Against the bare build the contender's subscriber stays on; against a reference each side's is on for its blocks.
+  const off = job.reference ? undefined : await subscribe(job.build);
+  const own = async <R>(build: Bundle | undefined, run: () => Promise<R>): Promise<R> => {
+    if (!build) return run();
+    const stop = await subscribe(build);
+    try {
+      return await run();
+    } finally {
+      stop();
+    }
+  };
   const cycleOf =
     (h: HoldfastLike): Cycle =>
     async () => {
@@ -184,29 +220,34 @@ async function child(job: Job): Promise<Result> {
     };
   const a = cycleOf(hfBare);
   const b = cycleOf(hf);
-  for (let i = 0; i < 1000; i++) {
-    await a();
-    await b();
+  const warm = (cycle: Cycle) => async (): Promise<void> => {
+    for (let i = 0; i < 1000; i++) await cycle();
+  };
+  for (let i = 0; i < 2; i++) {
+    await own(job.reference, warm(a));
+    await own(job.reference && job.build, warm(b));
   }
   const result: Result = { ratios: [], cpuRatios: [], perSec: [], barePerSec: [], cpu: [], bareCpu: [] };
+  const x = (): Promise<{ ms: number; cpuUs: number }> => own(job.reference, () => block(a));
+  const y = (): Promise<{ ms: number; cpuUs: number }> => own(job.reference && job.build, () => block(b));
   for (let round = 0; round < job.rounds; round++) {
-    let x: { ms: number; cpuUs: number };
-    let y: { ms: number; cpuUs: number };
+    let xs: { ms: number; cpuUs: number };
+    let ys: { ms: number; cpuUs: number };
     if (round % 2 === 0) {
-      x = await block(a);
-      y = await block(b);
+      xs = await x();
+      ys = await y();
     } else {
-      y = await block(b);
-      x = await block(a);
+      ys = await y();
+      xs = await x();
     }
-    result.ratios.push(y.ms / x.ms);
-    result.cpuRatios.push(y.cpuUs / x.cpuUs);
-    result.perSec.push((BLOCK / y.ms) * 1000);
-    result.barePerSec.push((BLOCK / x.ms) * 1000);
-    result.cpu.push(y.cpuUs / BLOCK);
-    result.bareCpu.push(x.cpuUs / BLOCK);
+    result.ratios.push(ys.ms / xs.ms);
+    result.cpuRatios.push(ys.cpuUs / xs.cpuUs);
+    result.perSec.push((BLOCK / ys.ms) * 1000);
+    result.barePerSec.push((BLOCK / xs.ms) * 1000);
+    result.cpu.push(ys.cpuUs / BLOCK);
+    result.bareCpu.push(xs.cpuUs / BLOCK);
   }
-  instrumentation?.disable();
+  off?.();
   await Promise.all([hfBare.close(), hf.close()]);
   for (const c of clients) c.disconnect();
   await otel.shutdown();
