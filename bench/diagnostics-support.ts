@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 
 export const ROOT = join(import.meta.dirname, '..');
 
@@ -78,10 +78,12 @@ export function checkout(rev: string | undefined, dir: string): string {
  * The OpenTelemetry SDK as a service runs it: a tracer provider with a `BatchSpanProcessor` (what production uses: a
  * span's end only queues it, the export runs later off the hot path) and a meter provider with a periodic reader
  * (1 s, delta). The exporters drop what they get: the spans and the aggregations are made, nothing is sent.
+ * `simple`: a `SimpleSpanProcessor` instead (each span handed to the exporter as it ends, as tests do), to compare.
  */
-export function sdk(): { tracerProvider: BasicTracerProvider; meterProvider: MeterProvider; shutdown(): Promise<void> } {
+export function sdk(processor: 'batch' | 'simple' = 'batch'): { tracerProvider: BasicTracerProvider; meterProvider: MeterProvider; shutdown(): Promise<void> } {
   const dropSpans: SpanExporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropSpans)] });
+  const spanProcessor = processor === 'batch' ? new BatchSpanProcessor(dropSpans) : new SimpleSpanProcessor(dropSpans);
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [spanProcessor] });
   const meterProvider = new MeterProvider({
     readers: [new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.DELTA), exportIntervalMillis: 1000 })],
   });

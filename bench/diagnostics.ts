@@ -25,7 +25,11 @@
  *
  *   npx tsx bench/diagnostics.ts [--block 300] [--rounds 120] [--chunks 3] [--before <rev>] [--modes a,b,…]
  *
- * `--modes` picks the contenders (default `no subscriber,metrics,metrics+spans`; `empty subscriber` is the fourth).
+ * `--modes` picks the contenders (default `no subscriber,metrics,metrics+spans`). Three more: `empty subscriber`;
+ * `sdk: metrics` and `sdk: metrics+spans`, the SDK's own floor in the cycle: the bare build, no channel subscriber, its
+ * cycle feeding the SDK directly what the bridge gives it per cycle (the wait and hold histogram records, attribute
+ * objects made once; and a hold span with the bridge's attributes, started when the acquisition returns and ended at
+ * the release), with no fingerprint, no channel, no bookkeeping.
  * `--ab` (with `--before`) adds a direct comparison per contender: the work tree against the revision, each with its
  * own bridge, in one process, the bridge of each side subscribed only for its own blocks (subscribing happens
  * outside the timed block).
@@ -56,8 +60,8 @@ const BLOCK = Number(values.block);
 const ROUNDS = Number(values.rounds);
 const CHUNKS = Number(values.chunks);
 
-type Mode = 'no subscriber' | 'empty subscriber' | 'metrics' | 'metrics+spans';
-const ALL_MODES: readonly Mode[] = ['no subscriber', 'empty subscriber', 'metrics', 'metrics+spans'];
+type Mode = 'no subscriber' | 'empty subscriber' | 'metrics' | 'metrics+spans' | 'sdk: metrics' | 'sdk: metrics+spans';
+const ALL_MODES: readonly Mode[] = ['no subscriber', 'empty subscriber', 'metrics', 'metrics+spans', 'sdk: metrics', 'sdk: metrics+spans'];
 const MODES = values.modes.split(',').map((m) => m.trim()) as Mode[];
 for (const m of MODES) if (!ALL_MODES.includes(m)) throw new TypeError(`--modes: ${ALL_MODES.join(', ')}; got ${m}`);
 
@@ -185,7 +189,7 @@ async function child(job: Job): Promise<Result> {
   const otel = sdk();
   /** Turns the contender's subscriber on for `build` (the bridge of that build, or an empty one); returns its off. */
   const subscribe = async (build: Bundle): Promise<() => void> => {
-    if (job.mode === 'no subscriber') return () => {};
+    if (job.mode === 'no subscriber' || job.mode.startsWith('sdk')) return () => {};
     if (job.mode === 'empty subscriber') {
       const handlers = { asyncEnd: () => {} };
       const channels = [dc.tracingChannel('holdfast:acquire'), dc.tracingChannel('holdfast:release')];
@@ -197,7 +201,7 @@ async function child(job: Job): Promise<Result> {
     return () => instrumentation.disable();
   };
   const reference = (await import(job.reference ? job.reference.lib : job.build.bare)) as Lib;
-  const lib = (await import(job.build.lib)) as Lib;
+  const lib = (await import(job.mode.startsWith('sdk') ? job.build.bare : job.build.lib)) as Lib;
   const clients = [new Redis(job.url), new Redis(job.url)];
   const hfBare = new reference.Holdfast({ redis: clients[0], prefix: 'bench-reference:' });
   const hf = new lib.Holdfast({ redis: clients[1], prefix: 'bench-contender:' });
@@ -219,7 +223,7 @@ async function child(job: Job): Promise<Result> {
       await held.release();
     };
   const a = cycleOf(hfBare);
-  const b = cycleOf(hf);
+  const b = job.mode.startsWith('sdk') ? sdkCycle(hf, otel, job.mode === 'sdk: metrics+spans') : cycleOf(hf);
   const warm = (cycle: Cycle) => async (): Promise<void> => {
     for (let i = 0; i < 1000; i++) await cycle();
   };
@@ -252,4 +256,41 @@ async function child(job: Job): Promise<Result> {
   for (const c of clients) c.disconnect();
   await otel.shutdown();
   return result;
+}
+
+/** The cycle of `h` (a bare build) feeding the SDK what the bridge would, straight (see the `sdk:` modes). */
+function sdkCycle(h: HoldfastLike, otel: ReturnType<typeof sdk>, spans: boolean): Cycle {
+  const meter = otel.meterProvider.getMeter('sdk-floor');
+  const wait = meter.createHistogram('holdfast.acquire.duration', { unit: 's' });
+  const hold = meter.createHistogram('holdfast.hold.duration', { unit: 's' });
+  const tracer = otel.tracerProvider.getTracer('sdk-floor');
+  const byOutcome = { 'holdfast.kind': 'lock', 'holdfast.acquire.outcome': 'acquired' };
+  const byEnd = { 'holdfast.kind': 'lock', 'holdfast.hold.end': 'released' };
+  let token = 0;
+  return async () => {
+    const t0 = performance.now();
+    const held = await h.lock('l').acquire();
+    const at = performance.now();
+    wait.record((at - t0) / 1000, byOutcome);
+    const span = spans
+      ? tracer.startSpan('holdfast.hold', {
+          startTime: at,
+          attributes: {
+            'holdfast.kind': 'lock',
+            'holdfast.lock.name': 'l',
+            'holdfast.acquire.attempts': 1,
+            'holdfast.acquire.waited_ms': at - t0,
+            'holdfast.owner.fingerprint': '0123456789ab',
+            'holdfast.token': ++token,
+            'holdfast.hold_count': 1,
+          },
+        })
+      : undefined;
+    await held.release();
+    hold.record((performance.now() - at) / 1000, byEnd);
+    if (span) {
+      span.setAttribute('holdfast.hold.end', 'released');
+      span.end();
+    }
+  };
 }

@@ -7,6 +7,7 @@
  *
  * `--mode`: `spans` (metrics and spans, the default), `metrics` (`spans: false`), `channels` (no subscriber), `bare`
  * (the channel hooks passed straight through). `--rev`: bundle that revision's `src/` instead of the work tree's.
+ * `--processor simple`: a `SimpleSpanProcessor` instead of the `BatchSpanProcessor`.
  * The bundles (kept in results/tmp/otel-profile-<rev>/) carry source maps, so top-frames names the src/ line of each
  * frame. Starts its own redis-server;
  * prints cycles/s and client CPU per cycle.
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'spans' },
     seconds: { type: 'string', default: '10' },
     rev: { type: 'string' },
+    processor: { type: 'string', default: 'batch' },
   },
 });
 const mode = values.mode;
@@ -33,7 +35,7 @@ const built = await bundle(checkout(values.rev, join(work, 'src')), join(work, '
 const { Holdfast } = (await import(mode === 'bare' ? built.bare : built.lib)) as {
   Holdfast: new (o: { redis: Redis; prefix: string }) => { lock(n: string): { acquire(): Promise<{ release(): Promise<void> }> }; close(): Promise<void> };
 };
-const otel = sdk();
+const otel = sdk(values.processor === 'simple' ? 'simple' : 'batch');
 let instrumentation: { disable(): void } | undefined;
 if (mode === 'spans' || mode === 'metrics') {
   const { instrumentHoldfast } = (await import(built.otel)) as { instrumentHoldfast: (o: unknown) => { disable(): void } };
@@ -58,7 +60,7 @@ try {
   }
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  console.log(`${mode}${values.rev ? ` @${values.rev}` : ''}: ${((n / ms) * 1000).toFixed(0)} cycles/s (${n} cycles), client CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/cycle`);
+  console.log(`${mode}${values.rev ? ` @${values.rev}` : ''} (${values.processor}): ${((n / ms) * 1000).toFixed(0)} cycles/s (${n} cycles), client CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/cycle`);
 } finally {
   instrumentation?.disable();
   await hf.close();
