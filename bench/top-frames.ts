@@ -1,7 +1,10 @@
 /**
  * The top self-time frames of a V8 `.cpuprofile` (from `node --cpu-prof`):
  *
- *   npx tsx bench/top-frames.ts <file.cpuprofile> [count=15]
+ *   npx tsx bench/top-frames.ts <file.cpuprofile> [count=15] [--cycles N]
+ *
+ * `--cycles N` (the cycles the profiled run made) adds µs per cycle to every row, and a second table: self time per
+ * package (a `node_modules` package, Node's own `node:` modules, the V8 entries in parentheses, or a source file).
  *
  * Under `node --import tsx` Node writes one profile per thread: `CPU.<date>.<time>.<pid>.0.<n>.cpuprofile` is the main
  * thread, `.1.` tsx's module-loader thread.
@@ -28,10 +31,13 @@ interface Profile {
   endTime: number;
 }
 
-const [file, countArg = '15', ...rest] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const cyclesAt = args.indexOf('--cycles');
+const cycles = cyclesAt >= 0 ? Number(args.splice(cyclesAt, 2)[1]) : undefined;
+const [file, countArg = '15', ...rest] = args;
 const count = Number(countArg);
-if (!file || !Number.isInteger(count) || rest.length > 0) {
-  console.error('usage: npx tsx bench/top-frames.ts <file.cpuprofile> [count=15]');
+if (!file || !Number.isInteger(count) || rest.length > 0 || (cycles !== undefined && !(cycles > 0))) {
+  console.error('usage: npx tsx bench/top-frames.ts <file.cpuprofile> [count=15] [--cycles N]');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
@@ -84,9 +90,26 @@ const top = [...frames.values()].sort((a, b) => b.us - a.us).slice(0, count);
 console.log(`${file}: ${(total / 1e6).toFixed(2)} s sampled\n`);
 // "% busy" leaves out (idle), the time the thread waited (here: for Redis' replies)
 const busy = total - [...frames.values()].filter((f) => f.fn === '(idle)').reduce((a, f) => a + f.us, 0);
-console.log('| % self | % busy | self ms | function | url:line |');
-console.log('|---:|---:|---:|---|---|');
+const perCycle = (us: number): string => (cycles === undefined ? '' : ` ${(us / cycles).toFixed(2)} |`);
+console.log(`| % self | % busy | self ms |${cycles === undefined ? '' : ' µs/cycle |'} function | url:line |`);
+console.log(`|---:|---:|---:|${cycles === undefined ? '' : '---:|'}---|---|`);
 for (const f of top) {
   const ofBusy = f.fn === '(idle)' ? '' : ((f.us / busy) * 100).toFixed(1);
-  console.log(`| ${((f.us / total) * 100).toFixed(1)} | ${ofBusy} | ${(f.us / 1000).toFixed(0)} | ${f.fn} | ${f.where} |`);
+  console.log(`| ${((f.us / total) * 100).toFixed(1)} | ${ofBusy} | ${(f.us / 1000).toFixed(0)} |${perCycle(f.us)} ${f.fn} | ${f.where} |`);
+}
+if (cycles !== undefined) {
+  /** The package of a frame: `@scope/name` or `name` under node_modules, `node:x`, `(v8 entry)`, or the file. */
+  const packageOf = (f: { fn: string; where: string }): string => {
+    if (!f.where) return f.fn.startsWith('(') ? f.fn : '(native)';
+    const file = f.where.replace(/:\d+$/, '');
+    if (file.startsWith('node:')) return file.split('/')[0]!;
+    const parts = file.split('/');
+    return file.includes('/') && !file.startsWith('.') && !file.startsWith('src/') && !file.startsWith('bench/') && !file.startsWith('results/')
+      ? (parts[0]!.startsWith('@') ? parts.slice(0, 2) : parts.slice(0, 1)).join('/')
+      : file;
+  };
+  const byPackage = new Map<string, number>();
+  for (const f of frames.values()) byPackage.set(packageOf(f), (byPackage.get(packageOf(f)) ?? 0) + f.us);
+  console.log(`\n| package or file | self ms | µs/cycle |\n|---|---:|---:|`);
+  for (const [name, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, count)) console.log(`| ${name} | ${(us / 1000).toFixed(0)} |${perCycle(us)}`);
 }

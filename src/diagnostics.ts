@@ -4,7 +4,7 @@
  *
  * | channel              | kind            | published                                                      | payload              |
  * |----------------------|-----------------|----------------------------------------------------------------|----------------------|
- * | `holdfast:acquire`   | tracing channel | around every `acquire()` / `tryAcquire()` of every primitive   | {@link AcquireContext} |
+ * | `holdfast:acquire`   | tracing channel | around every `acquire()` / `tryAcquire()` of every primitive (Redis and ZooKeeper) | {@link AcquireContext} |
  * | `holdfast:release`   | tracing channel | around every first `release()` (or `await using` end)           | {@link ReleaseContext} |
  * | `holdfast:lost`      | channel         | when a held lease is lost (its `signal` aborts)                 | {@link LostMessage}  |
  * | `holdfast:renew`     | channel         | after each watchdog renewal and each `extend()`                 | {@link RenewMessage} |
@@ -34,8 +34,24 @@ export const CHANNELS = {
   handoff: 'holdfast:handoff',
 } as const;
 
-/** Which primitive a message is about. */
-export type PrimitiveKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'permit-semaphore' | 'multi-lock' | 'redlock' | 'redlock-semaphore';
+/**
+ * Which primitive a message is about. The `zk-` kinds are those of `holdfast/zookeeper`: its lock, the two sides of its
+ * read-write lock, and its semaphore.
+ */
+export type PrimitiveKind =
+  | 'lock'
+  | 'fair-lock'
+  | 'read-lock'
+  | 'write-lock'
+  | 'semaphore'
+  | 'permit-semaphore'
+  | 'multi-lock'
+  | 'redlock'
+  | 'redlock-semaphore'
+  | 'zk-lock'
+  | 'zk-read-lock'
+  | 'zk-write-lock'
+  | 'zk-semaphore';
 
 /** How an acquisition ended. `timed-out` also covers a `tryAcquire()` that found the resource busy. */
 export type AcquireOutcome = 'acquired' | 'timed-out' | 'aborted' | 'error';
@@ -53,7 +69,10 @@ export interface AcquireContext {
   readonly name: string;
   /** The owner's fingerprint: known at the start for an explicit `owner`, else once acquired. */
   fingerprint: string | undefined;
-  /** Attempts made against Redis so far (a multi-lock counts one; its locks publish their own). */
+  /**
+   * Attempts made so far: calls to Redis (a multi-lock counts one; its locks publish their own), or on ZooKeeper
+   * looks at the queue (0 for a re-entry, which asks the server nothing).
+   */
   attempts: number;
   /** ms from the call to its end (set at the end). */
   waitedMs: number;

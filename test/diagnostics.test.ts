@@ -4,6 +4,7 @@
  * renewals on `holdfast:renew`; a fair-lock hand-off on `holdfast:handoff`. No payload carries an owner id.
  */
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import dc from 'node:diagnostics_channel';
 import { after, before, beforeEach, it } from 'node:test';
 import {
@@ -11,6 +12,7 @@ import {
   CHANNELS,
   fingerprint,
   LockLostError,
+  LockNotHeldError,
   Redlock,
   type AcquireContext,
   type HandoffMessage,
@@ -255,5 +257,121 @@ describeEachAdapter('diagnostics channels', (ctx) => {
     );
     await second.release();
     assertNoSecret(first.owner, second.owner);
+  });
+
+  void it('the tracing events follow tracePromise: end, then error, asyncStart, asyncEnd on one context, with or without a start subscriber', async () => {
+    /** Every event but `start`, as `channel:event outcome error #n` (n: the context's number, in order of first sight). */
+    const log: string[] = [];
+    const numbers = new Map<object, number>();
+    const entry = (channel: string, event: string) => (c: AcquireContext | ReleaseContext) => {
+      if (!numbers.has(c)) numbers.set(c, numbers.size);
+      const error = c.error === undefined ? '' : (c.error as Error).constructor.name;
+      log.push(`${channel}:${event} ${String(c.outcome)} ${error} #${numbers.get(c)}`);
+    };
+    const handlersOf = (channel: string) => ({
+      start: ignore,
+      end: entry(channel, 'end'),
+      asyncStart: entry(channel, 'asyncStart'),
+      asyncEnd: entry(channel, 'asyncEnd'),
+      error: entry(channel, 'error'),
+    });
+    const loggers = { acquire: handlersOf('acquire'), release: handlersOf('release') };
+    const { start: _a, ...acquireNoStart } = loggers.acquire;
+    const { start: _r, ...releaseNoStart } = loggers.release;
+    const acquire = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
+    const release = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
+    const scenario = async (name: string): Promise<string[]> => {
+      log.length = 0;
+      numbers.clear();
+      const lock = ctx.holdfast.lock(name);
+      const held = await lock.acquire();
+      assert.equal(await lock.tryAcquire(), null);
+      await assert.rejects(lock.acquire({ timeout: 60 }), AcquireTimeoutError);
+      await held.release();
+      const short = await lock.acquire({ lease: 100 });
+      await sleep(250);
+      await assert.rejects(short.release(), LockNotHeldError);
+      return [...log];
+    };
+
+    // the file's own handlers listen to `start`: off for the first run
+    acquire.unsubscribe(acquireHandlers);
+    release.unsubscribe(releaseHandlers);
+    let direct: string[];
+    try {
+      acquire.subscribe(acquireNoStart as typeof loggers.acquire);
+      release.subscribe(releaseNoStart as typeof loggers.release);
+      assert.equal(acquire.start.hasSubscribers, false);
+      direct = await scenario('dc:direct');
+    } finally {
+      acquire.unsubscribe(acquireNoStart as typeof loggers.acquire);
+      release.unsubscribe(releaseNoStart as typeof loggers.release);
+      acquire.subscribe(acquireHandlers);
+      release.subscribe(releaseHandlers);
+    }
+    acquire.subscribe(loggers.acquire);
+    release.subscribe(loggers.release);
+    let traced: string[];
+    try {
+      assert.equal(acquire.start.hasSubscribers, true);
+      traced = await scenario('dc:traced');
+    } finally {
+      acquire.unsubscribe(loggers.acquire);
+      release.unsubscribe(loggers.release);
+    }
+    assert.deepEqual(direct, traced);
+    assert.deepEqual(direct, [
+      'acquire:end undefined  #0',
+      'acquire:asyncStart acquired  #0',
+      'acquire:asyncEnd acquired  #0',
+      'acquire:end undefined  #1',
+      'acquire:asyncStart timed-out  #1',
+      'acquire:asyncEnd timed-out  #1',
+      'acquire:end undefined  #2',
+      'acquire:error timed-out AcquireTimeoutError #2',
+      'acquire:asyncStart timed-out AcquireTimeoutError #2',
+      'acquire:asyncEnd timed-out AcquireTimeoutError #2',
+      'release:end undefined  #3',
+      'release:asyncStart released  #3',
+      'release:asyncEnd released  #3',
+      'acquire:end undefined  #4',
+      'acquire:asyncStart acquired  #4',
+      'acquire:asyncEnd acquired  #4',
+      'release:end undefined  #5',
+      'release:error not-held LockNotHeldError #5',
+      'release:asyncStart not-held LockNotHeldError #5',
+      'release:asyncEnd not-held LockNotHeldError #5',
+    ]);
+  });
+
+  void it('a store bound to the start channel is entered for the call and its async events, not for the caller', async () => {
+    const store = new AsyncLocalStorage<string>();
+    const acquire = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
+    const release = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
+    const storeAt: string[] = [];
+    const handlers = {
+      start: ignore,
+      end: (c: AcquireContext | ReleaseContext) => void storeAt.push(`end ${c.kind} ${String(store.getStore())}`),
+      asyncStart: ignore,
+      asyncEnd: (c: AcquireContext | ReleaseContext) => void storeAt.push(`asyncEnd ${c.kind} ${String(store.getStore())}`),
+      error: ignore,
+    };
+    acquire.start.bindStore(store, (c) => `acquire ${c.id}`);
+    release.start.bindStore(store, (c) => `release ${String(c.id)}`);
+    acquire.subscribe(handlers);
+    release.subscribe(handlers);
+    try {
+      const held = await ctx.holdfast.lock('dc:store').acquire();
+      assert.equal(store.getStore(), undefined, 'the caller runs in its own context');
+      await held.release();
+      assert.equal(store.getStore(), undefined);
+      const id = oneAcquired('lock', 'dc:store').id;
+      assert.deepEqual(storeAt, [`end lock acquire ${id}`, `asyncEnd lock acquire ${id}`, `end lock release ${id}`, `asyncEnd lock release ${id}`]);
+    } finally {
+      acquire.unsubscribe(handlers);
+      release.unsubscribe(handlers);
+      acquire.start.unbindStore(store);
+      release.start.unbindStore(store);
+    }
   });
 });

@@ -3,10 +3,15 @@
  * called any number of times, and `[Symbol.asyncDispose]` that never throws for a hold already lost.
  */
 import { LockNotHeldError, ReleaseFailedError } from '../errors.js';
-import { traceRelease, type HeldFacts } from './trace.js';
+import type { AcquireContext } from '../diagnostics.js';
+import { traceRelease, type Describable, type HeldFacts } from './trace.js';
 
-export abstract class Held implements AsyncDisposable {
+export abstract class Held implements AsyncDisposable, Describable {
   #released: Promise<void> | undefined;
+  /** @internal The traced acquisition that returned this (set only while someone listens to the channels). */
+  acquisition: AcquireContext | undefined = undefined;
+  /** @internal When that acquisition ended. */
+  acquiredAt = 0;
 
   /** Releases in the backend; called once per `release()` that is not already settled or in flight. */
   protected abstract releaseOnce(): Promise<void>;

@@ -23,7 +23,8 @@ import { now } from './clock.js';
 import { Held } from './held.js';
 import { Lease } from './lease.js';
 import { sleep } from './sleep.js';
-import { kindOf, publishLost, traceRenew, type HeldFacts } from './trace.js';
+import { fingerprint } from '../diagnostics.js';
+import { kindOf, publishLost, traceRenew, type HeldFacts, type TracedHold } from './trace.js';
 import { optDuration } from './validate.js';
 
 /** The atomic operations a primitive supplies for the holds of one name. */
@@ -97,7 +98,7 @@ interface Abandoned {
 }
 
 /** One owner's hold of one name in this process, shared by its reentrant acquisitions. */
-export class Hold implements Closable {
+export class Hold implements Closable, TracedHold {
   lease!: Lease;
   /** Acquisitions of this owner here that are not released yet. */
   holds = 0;
@@ -107,6 +108,7 @@ export class Hold implements Closable {
   abandoned: Abandoned | undefined;
   /** @internal Its slot in the host's live holds. */
   liveSlot: number | undefined = undefined;
+  #fingerprint: string | undefined;
 
   constructor(
     readonly table: HoldTable,
@@ -118,6 +120,11 @@ export class Hold implements Closable {
   /** True while held here: acquired, not released, not lost. */
   get active(): boolean {
     return this.holds > 0 && !this.lease.done;
+  }
+
+  /** The owner's fingerprint, for the diagnostics channels: hashed on first use, then kept. */
+  get fingerprint(): string {
+    return (this.#fingerprint ??= fingerprint(this.owner));
   }
 
   async closeHold(): Promise<void> {
@@ -170,10 +177,10 @@ export class HoldTable {
         renewEveryMs: watchdog ? host.watchdogInterval : undefined,
         sentAt,
         firstLeaseMs,
-        renew: (ms) => traceRenew(this.ops.kind, this.ops.name, owner, token, ms, 'watchdog', () => this.ops.renew(owner, ms)),
+        renew: (ms) => traceRenew(this.ops.kind, this.ops.name, created, ms, 'watchdog', () => this.ops.renew(owner, ms)),
         onLost: (error: LockLostError) => {
           this.forget(created);
-          publishLost(this.ops.kind, this.ops.name, owner, token, error);
+          publishLost(this.ops.kind, this.ops.name, created, error);
           host.emitLost(error);
         },
       });
@@ -341,7 +348,7 @@ export class HoldTable {
     if (released) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was already released`);
     if (hold.lease.lost) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" is no longer held (lost)`);
     const sentAt = now();
-    if (!(await traceRenew(this.ops.kind, name, hold.owner, hold.token, lease, 'extend', () => this.ops.renew(hold.owner, lease)))) {
+    if (!(await traceRenew(this.ops.kind, name, hold, lease, 'extend', () => this.ops.renew(hold.owner, lease)))) {
       hold.lease.lose('expired');
       throw new LockNotHeldError(name);
     }
@@ -409,7 +416,7 @@ export class LeasedHeld extends Held {
   /** @internal */
   override diagnostics(): HeldFacts {
     const ops = this.hold.table.ops;
-    return { kind: kindOf(ops.kind), name: ops.name, owner: this.hold.owner, token: this.hold.token, holdCount: this.holdCount };
+    return { kind: kindOf(ops.kind), name: ops.name, fingerprint: this.hold.fingerprint, token: this.hold.token, holdCount: this.holdCount };
   }
 
   protected releaseOnce(): Promise<void> {

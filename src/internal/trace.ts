@@ -2,7 +2,13 @@
  * Publishing on holdfast's diagnostics channels (names and payloads: src/diagnostics.ts). Every helper first asks
  * the channel whether anyone listens and, when no one does, costs one property check: no object, no hash, no clock
  * read. The hooks sit where every primitive passes: each primitive's `acquire`/`tryAcquire` (through
- * {@link traceAcquire}), `Held.release` (every held object), and the hold engine's lease callbacks (lost, renew).
+ * {@link traceAcquire}), `Held.release` (every held object), and the hold engines' lease callbacks (lost, renew):
+ * the Redis one (internal/hold.ts) and the ZooKeeper one (zookeeper/hold.ts).
+ *
+ * With subscribers, an acquisition or a release costs one context object and one promise step, and a hold hashes its
+ * owner id once (the fingerprint, which the hold keeps). The tracing events are those of `tracePromise`, in its order
+ * and with its store handling (`start.runStores`), published here rather than through it: it would take two more
+ * promise steps and two closures per call, and put the held object on the context.
  */
 import dc from 'node:diagnostics_channel';
 import {
@@ -14,6 +20,7 @@ import {
   type LostMessage,
   type PrimitiveKind,
   type ReleaseContext,
+  type ReleaseOutcome,
   type RenewMessage,
 } from '../diagnostics.js';
 import { AcquireTimeoutError, LockNotHeldError, ReleaseFailedError, type LockLostError } from '../errors.js';
@@ -25,19 +32,29 @@ const lostChannel = dc.channel(CHANNELS.lost);
 const renewChannel = dc.channel(CHANNELS.renew);
 const handoffChannel = dc.channel(CHANNELS.handoff);
 
-/** What a held object tells the channels about itself (the raw owner id is fingerprinted before it is published). */
+/** What a held object tells the channels about itself (never the owner id: its fingerprint). */
 export interface HeldFacts {
   readonly kind: PrimitiveKind;
   readonly name: string;
-  readonly owner?: string | undefined;
+  readonly fingerprint?: string | undefined;
   readonly token?: number | undefined;
   readonly holdCount?: number | undefined;
   readonly permits?: number | undefined;
 }
 
-/** A held object that can describe itself (see `Held.diagnostics`). */
+/** A held object that can describe itself (see `Held`). */
 export interface Describable {
   diagnostics(): HeldFacts | undefined;
+  /** The traced acquisition that returned this object, set by {@link traceAcquire}: its release repeats its facts. */
+  acquisition: AcquireContext | undefined;
+  /** When that acquisition ended ({@link now}). */
+  acquiredAt: number;
+}
+
+/** A hold as the lease callbacks report it: its fingerprint (computed on first use and kept) and token. */
+export interface TracedHold {
+  readonly fingerprint: string;
+  readonly token: number;
 }
 
 /** The hold engine's `kind` words (see `HoldOps.kind`) as channel kinds. */
@@ -55,9 +72,11 @@ export function kindOf(engineKind: string): PrimitiveKind {
   return KINDS[engineKind] ?? (engineKind.replace(/ /g, '-') as PrimitiveKind);
 }
 
-let sequence = 0;
-/** Acquisitions traced in this process: held object → its acquisition id, when it was acquired, its fingerprint. */
-const traced = new WeakMap<object, { id: number; at: number; fingerprint: string | undefined }>();
+/**
+ * Acquisition ids, unique in the process: every copy of holdfast loaded in it (ESM and CJS builds, entry points
+ * bundled apart) counts on the same counter, as the channels they publish on are the same.
+ */
+const ids = ((globalThis as Record<symbol, unknown>)[Symbol.for('holdfast.diagnostics.ids')] ??= { last: 0 }) as { last: number };
 
 /**
  * Runs one acquisition, inside the `holdfast:acquire` tracing channel when anyone listens. `run` gets the context
@@ -65,14 +84,10 @@ const traced = new WeakMap<object, { id: number; at: number; fingerprint: string
  */
 export function traceAcquire<T>(kind: PrimitiveKind, name: string, options: unknown, run: (trace: AcquireContext | undefined) => Promise<T>): Promise<T> {
   if (!acquireChannel.hasSubscribers) return run(undefined);
-  return tracedAcquire(kind, name, options, run);
-}
-
-function tracedAcquire<T>(kind: PrimitiveKind, name: string, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
   const start = now();
   const owner = optionOf(options, 'owner');
   const ctx: AcquireContext = {
-    id: ++sequence,
+    id: ++ids.last,
     kind,
     name,
     fingerprint: typeof owner === 'string' ? fingerprint(owner) : undefined,
@@ -83,29 +98,66 @@ function tracedAcquire<T>(kind: PrimitiveKind, name: string, options: unknown, r
     holdCount: undefined,
     permits: undefined,
   };
-  let value: T;
-  // The traced promise resolves to nothing: the held object (which knows the owner id) never reaches a subscriber.
-  const done = (result: T): undefined => {
-    value = result;
-    const at = now();
-    ctx.waitedMs = at - start;
-    ctx.outcome = result === null ? 'timed-out' : 'acquired';
-    const facts = result === null ? undefined : (result as Partial<Describable> | undefined)?.diagnostics?.();
-    if (facts) {
-      if (facts.owner !== undefined) ctx.fingerprint = fingerprint(facts.owner);
-      ctx.token = facts.token;
-      ctx.holdCount = facts.holdCount;
-      ctx.permits = facts.permits;
-      traced.set(result as object, { id: ctx.id, at, fingerprint: ctx.fingerprint });
-    }
-    return undefined;
-  };
-  const failed = (error: unknown): never => {
-    ctx.waitedMs = now() - start;
-    ctx.outcome = outcomeOf(error, options);
+  // `start` (and the stores bound to it) around the call, as `tracePromise` does: the continuation, which publishes
+  // the async events, runs in the context entered there
+  const channel = acquireChannel.start;
+  return channel.hasSubscribers ? channel.runStores(ctx, acquireTraced<T>, undefined, ctx, start, options, run) : acquireTraced(ctx, start, options, run);
+}
+
+/**
+ * The acquisition and the tracing events after `start`, in `tracePromise`'s order: `end` once the call returned its
+ * promise, then `error` (when it rejects), `asyncStart` and `asyncEnd`. The context is complete before `asyncStart`.
+ * The held object is never put on it (`tracePromise` would set `result`): it knows the owner id.
+ */
+async function acquireTraced<T>(ctx: AcquireContext, start: number, options: unknown, run: (trace: AcquireContext) => Promise<T>): Promise<T> {
+  let pending: Promise<T>;
+  try {
+    pending = run(ctx);
+  } catch (error) {
+    pending = Promise.reject(error); // (a primitive's run is async: it never throws here)
+  }
+  const channel = acquireChannel;
+  channel.end.publish(ctx);
+  let result: T;
+  try {
+    result = await pending;
+  } catch (error) {
+    failed(ctx, start, error, options);
+    ctx.error = error;
+    channel.error.publish(ctx);
+    channel.asyncStart.publish(ctx);
+    channel.asyncEnd.publish(ctx);
     throw error;
-  };
-  return acquireChannel.tracePromise(() => run(ctx).then(done, failed), ctx).then(() => value);
+  }
+  acquired(ctx, start, result);
+  channel.asyncStart.publish(ctx);
+  channel.asyncEnd.publish(ctx);
+  return result;
+}
+
+/** Completes `ctx` for an acquisition that returned `result` (`null`: not acquired) and links the held object to it. */
+function acquired(ctx: AcquireContext, start: number, result: unknown): void {
+  const at = now();
+  ctx.waitedMs = at - start;
+  if (result === null) {
+    ctx.outcome = 'timed-out';
+    return;
+  }
+  ctx.outcome = 'acquired';
+  const held = result as Partial<Describable> | undefined;
+  const facts = held?.diagnostics?.();
+  if (!facts) return;
+  if (facts.fingerprint !== undefined) ctx.fingerprint = facts.fingerprint;
+  ctx.token = facts.token;
+  ctx.holdCount = facts.holdCount;
+  ctx.permits = facts.permits;
+  (held as Describable).acquisition = ctx;
+  (held as Describable).acquiredAt = at;
+}
+
+function failed(ctx: AcquireContext, start: number, error: unknown, options: unknown): void {
+  ctx.waitedMs = now() - start;
+  ctx.outcome = outcomeOf(error, options);
 }
 
 function optionOf(options: unknown, key: string): unknown {
@@ -122,46 +174,69 @@ function outcomeOf(error: unknown, options: unknown): AcquireOutcome {
 /** Runs one release of `held`, inside the `holdfast:release` tracing channel when anyone listens. */
 export function traceRelease(held: Describable, run: () => Promise<void>): Promise<void> {
   if (!releaseChannel.hasSubscribers) return run();
-  const facts = held.diagnostics();
-  if (!facts) return run();
-  const acquired = traced.get(held);
-  const ctx: ReleaseContext = {
-    id: acquired?.id,
-    kind: facts.kind,
-    name: facts.name,
-    fingerprint: acquired?.fingerprint ?? (facts.owner === undefined ? undefined : fingerprint(facts.owner)),
-    token: facts.token,
-    heldMs: acquired ? now() - acquired.at : undefined,
-    outcome: undefined,
-  };
-  return releaseChannel.tracePromise(
-    () =>
-      run().then(
-        () => {
-          ctx.outcome = 'released';
-        },
-        (error: unknown) => {
-          ctx.outcome = error instanceof LockNotHeldError ? 'not-held' : error instanceof ReleaseFailedError ? 'failed' : 'error';
-          throw error;
-        },
-      ),
-    ctx,
-  );
+  const acquisition = held.acquisition;
+  let ctx: ReleaseContext;
+  if (acquisition !== undefined) {
+    // what the acquisition found out already: no second description, no second hash
+    ctx = {
+      id: acquisition.id,
+      kind: acquisition.kind,
+      name: acquisition.name,
+      fingerprint: acquisition.fingerprint,
+      token: acquisition.token,
+      heldMs: now() - held.acquiredAt,
+      outcome: undefined,
+    };
+  } else {
+    const facts = held.diagnostics();
+    if (!facts) return run();
+    ctx = { id: undefined, kind: facts.kind, name: facts.name, fingerprint: facts.fingerprint, token: facts.token, heldMs: undefined, outcome: undefined };
+  }
+  const channel = releaseChannel.start;
+  return channel.hasSubscribers ? channel.runStores(ctx, releaseTraced, undefined, ctx, run) : releaseTraced(ctx, run);
 }
 
-/** Publishes a lost hold on `holdfast:lost`. */
-export function publishLost(engineKind: string, name: string, owner: string, token: number, error: LockLostError): void {
+/** The release and its tracing events after `start` (see {@link acquireTraced}). */
+async function releaseTraced(ctx: ReleaseContext, run: () => Promise<void>): Promise<void> {
+  let pending: Promise<void>;
+  try {
+    pending = run();
+  } catch (error) {
+    pending = Promise.reject(error);
+  }
+  const channel = releaseChannel;
+  channel.end.publish(ctx);
+  try {
+    await pending;
+  } catch (error) {
+    ctx.outcome = releaseOutcome(error);
+    ctx.error = error;
+    channel.error.publish(ctx);
+    channel.asyncStart.publish(ctx);
+    channel.asyncEnd.publish(ctx);
+    throw error;
+  }
+  ctx.outcome = 'released';
+  channel.asyncStart.publish(ctx);
+  channel.asyncEnd.publish(ctx);
+}
+
+function releaseOutcome(error: unknown): ReleaseOutcome {
+  return error instanceof LockNotHeldError ? 'not-held' : error instanceof ReleaseFailedError ? 'failed' : 'error';
+}
+
+/** Publishes a lost hold on `holdfast:lost` (`kind`: a hold engine's word or a channel kind, see {@link kindOf}). */
+export function publishLost(kind: string, name: string, hold: TracedHold, error: LockLostError): void {
   if (!lostChannel.hasSubscribers) return;
-  const message: LostMessage = { kind: kindOf(engineKind), name, fingerprint: fingerprint(owner), token, reason: error.reason, error };
+  const message: LostMessage = { kind: kindOf(kind), name, fingerprint: hold.fingerprint, token: hold.token, reason: error.reason, error };
   lostChannel.publish(message);
 }
 
-/** Runs one renewal (`renew()`), publishing its result on `holdfast:renew` when anyone listens. */
+/** Runs one renewal (`renew()`), publishing its result on `holdfast:renew` when anyone listens (`kind` as for {@link publishLost}). */
 export function traceRenew(
-  engineKind: string,
+  kind: string,
   name: string,
-  owner: string,
-  token: number,
+  hold: TracedHold,
   leaseMs: number,
   source: RenewMessage['source'],
   renew: () => Promise<boolean>,
@@ -170,10 +245,10 @@ export function traceRenew(
   const start = now();
   const publish = (result: RenewMessage['result'], error?: unknown): void => {
     const message: RenewMessage = {
-      kind: kindOf(engineKind),
+      kind: kindOf(kind),
       name,
-      fingerprint: fingerprint(owner),
-      token,
+      fingerprint: hold.fingerprint,
+      token: hold.token,
       source,
       leaseMs,
       result,
@@ -195,8 +270,8 @@ export function traceRenew(
 }
 
 /** Publishes a fair-lock hand-off on `holdfast:handoff`. */
-export function publishHandoff(name: string, owner: string, token: number, stage: HandoffMessage['stage']): void {
+export function publishHandoff(name: string, hold: TracedHold, stage: HandoffMessage['stage']): void {
   if (!handoffChannel.hasSubscribers) return;
-  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: fingerprint(owner), token, stage };
+  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, token: hold.token, stage };
   handoffChannel.publish(message);
 }

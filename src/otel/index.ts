@@ -21,6 +21,7 @@ import {
   trace,
   type Attributes,
   type MeterProvider,
+  type ObservableResult,
   type Span,
   type TracerProvider,
 } from '@opentelemetry/api';
@@ -28,7 +29,10 @@ import { CHANNELS, type AcquireContext, type HandoffMessage, type LostMessage, t
 
 /** The attribute names holdfast puts on its spans and metrics. */
 export const ATTR = {
-  /** Which primitive: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `permit-semaphore`, `multi-lock`, `redlock`. */
+  /**
+   * Which primitive: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `permit-semaphore`, `multi-lock`,
+   * `redlock`, `redlock-semaphore`; on ZooKeeper `zk-lock`, `zk-read-lock`, `zk-write-lock`, `zk-semaphore`.
+   */
   KIND: 'holdfast.kind',
   /** The lock's name (on spans; on metrics only with `nameInMetrics`). */
   NAME: 'holdfast.lock.name',
@@ -36,7 +40,7 @@ export const ATTR = {
   FINGERPRINT: 'holdfast.owner.fingerprint',
   /** How the acquisition ended: `acquired`, `timed-out`, `aborted`, `error`. */
   OUTCOME: 'holdfast.acquire.outcome',
-  /** Attempts made against Redis. */
+  /** Attempts made (calls to Redis; on ZooKeeper, looks at the queue). */
   ATTEMPTS: 'holdfast.acquire.attempts',
   /** ms from the `acquire()` call to its end. */
   WAITED: 'holdfast.acquire.waited_ms',
@@ -60,7 +64,7 @@ export const METRICS = {
   WAIT: 'holdfast.acquire.duration',
   /** Histogram, seconds: how long holds were held, by kind and how they ended. */
   HOLD: 'holdfast.hold.duration',
-  /** Counter: acquisitions, by kind and outcome. */
+  /** Observable counter: acquisitions, by kind and outcome (counted here, read at collection). */
   ACQUISITIONS: 'holdfast.acquisitions',
   /** Counter: holds lost, by kind and reason. */
   LOST: 'holdfast.lost',
@@ -122,14 +126,33 @@ export interface HoldfastInstrumentation extends Disposable {
 
 const SCOPE = 'holdfast';
 
+/**
+ * One metric series: a kind (and a lock name, with `nameInMetrics`). It keeps the attribute objects of its data
+ * points, made once and reused (the SDK reads them on every record), the acquisitions counted by outcome, and the
+ * holds held now.
+ */
+interface Series {
+  /** `holdfast.kind` (and `holdfast.lock.name`): the held-now gauge's attributes. */
+  readonly attrs: Attributes;
+  /** By outcome: the attributes of the wait histogram and of the acquisitions counter, and that count. */
+  readonly outcomes: Map<string, { readonly attrs: Attributes; count: number }>;
+  /** By the second attribute's name, then its value (hold end, lost reason, renewal result). */
+  readonly others: Map<string, Map<string, Attributes>>;
+  /** Holds held now. */
+  held: number;
+}
+
 /** One acquisition held now. */
 interface Live {
-  /** kind + name + fingerprint: the hold it belongs to. */
+  readonly id: number;
+  readonly series: Series;
+  /** kind + name + fingerprint: the hold it belongs to (a loss ends all of its acquisitions). */
   readonly key: string;
-  readonly kind: string;
-  readonly name: string;
   readonly at: number;
   readonly span: Span | undefined;
+  /** The other acquisitions of the same hold (reentrant ones), as a list. */
+  next: Live | undefined;
+  prev: Live | undefined;
 }
 
 /**
@@ -140,6 +163,9 @@ interface Live {
  * returns and ends at its release or loss (in error, with the reason). A wait span is recorded for an acquisition
  * that waited (more than one attempt, or not acquired): one that got the lock at its first attempt did not wait, and
  * its hold span carries the attempts and the time the call took.
+ *
+ * Per acquisition and release the bridge makes two histogram records, and with spans one hold span; the
+ * acquisitions and the holds held now are counted here and read by the SDK at collection.
  */
 export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastInstrumentation {
   const withSpans = options.spans ?? true;
@@ -150,56 +176,74 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
   const meter = withMetrics ? (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE) : undefined;
   const waitHistogram = meter?.createHistogram(METRICS.WAIT, { unit: 's', description: 'How long holdfast acquisitions waited' });
   const holdHistogram = meter?.createHistogram(METRICS.HOLD, { unit: 's', description: 'How long holdfast holds were held' });
-  const acquisitions = meter?.createCounter(METRICS.ACQUISITIONS, { description: 'holdfast acquisitions, by outcome' });
+  const acquisitions = meter?.createObservableCounter(METRICS.ACQUISITIONS, { description: 'holdfast acquisitions, by outcome' });
   const lostCounter = meter?.createCounter(METRICS.LOST, { description: 'holdfast holds lost, by reason' });
   const heldNow = meter?.createObservableUpDownCounter(METRICS.HELD, { description: 'holdfast holds held now in this process' });
   const renewals = meter?.createCounter(METRICS.RENEWALS, { description: 'holdfast lease renewals, by result' });
 
-  const live = new Map<number, Live>();
-  /** kind + name + fingerprint → the acquisitions of that hold (a loss ends them all). */
-  const byHold = new Map<string, Set<number>>();
-  const holdKey = (kind: string, name: string, fp: string | undefined): string => `${kind}\0${name}\0${fp ?? ''}`;
-
-  /**
-   * Metric attributes for `kind` (and `name`, with `nameInMetrics`) plus one attribute `key` = `value`: made once per
-   * combination and reused (the SDK reads them on every record).
-   */
-  const attrCache = new Map<string, Map<string, Map<string, Attributes>>>();
-  const metricAttrs = (kind: string, name: string, key: string | undefined, value: string | undefined): Attributes => {
-    const series = nameInMetrics ? `${kind}\0${name}` : kind;
-    let byKey = attrCache.get(series);
-    if (byKey === undefined) attrCache.set(series, (byKey = new Map()));
-    let byValue = byKey.get(key ?? '');
-    if (byValue === undefined) byKey.set(key ?? '', (byValue = new Map()));
-    let attrs = byValue.get(value ?? '');
-    if (attrs === undefined) {
-      attrs = { [ATTR.KIND]: kind };
-      if (nameInMetrics) attrs[ATTR.NAME] = name;
-      if (key !== undefined) attrs[key] = value;
-      byValue.set(value ?? '', attrs);
+  /** The series by kind (and, with `nameInMetrics`, by name under it). */
+  const byKind = new Map<string, Series>();
+  const byKindAndName = new Map<string, Map<string, Series>>();
+  const seriesOf = (kind: string, name: string): Series => {
+    let series: Series | undefined;
+    let names: Map<string, Series> | undefined;
+    if (nameInMetrics) {
+      names = byKindAndName.get(kind);
+      if (names === undefined) byKindAndName.set(kind, (names = new Map()));
+      series = names.get(name);
+    } else {
+      series = byKind.get(kind);
     }
+    if (series === undefined) {
+      series = { attrs: nameInMetrics ? { [ATTR.KIND]: kind, [ATTR.NAME]: name } : { [ATTR.KIND]: kind }, outcomes: new Map(), others: new Map(), held: 0 };
+      if (names) names.set(name, series);
+      else byKind.set(kind, series);
+    }
+    return series;
+  };
+  const allSeries = function* (): Generator<Series> {
+    yield* byKind.values();
+    for (const names of byKindAndName.values()) yield* names.values();
+  };
+  /** The series' attributes plus `key` = `value`. */
+  const attrsOf = (series: Series, key: string, value: string): Attributes => {
+    let byValue = series.others.get(key);
+    if (byValue === undefined) series.others.set(key, (byValue = new Map()));
+    let attrs = byValue.get(value);
+    if (attrs === undefined) byValue.set(value, (attrs = { ...series.attrs, [key]: value }));
     return attrs;
   };
-  /** The series the held-now gauge has reported, so that one whose holds all ended reads 0, not its last value. */
-  const reported = new Map<string, Attributes>();
-  heldNow?.addCallback((result) => {
-    const counts = new Map<string, number>();
-    for (const hold of live.values()) {
-      const id = nameInMetrics ? `${hold.kind}\0${hold.name}` : hold.kind;
-      counts.set(id, (counts.get(id) ?? 0) + 1);
-      if (!reported.has(id)) reported.set(id, metricAttrs(hold.kind, hold.name, undefined, undefined));
-    }
-    for (const [id, attrs] of reported) result.observe(counts.get(id) ?? 0, attrs);
-  });
+  const outcomeOf = (series: Series, outcome: string): { readonly attrs: Attributes; count: number } => {
+    let tally = series.outcomes.get(outcome);
+    if (tally === undefined) series.outcomes.set(outcome, (tally = { attrs: { ...series.attrs, [ATTR.OUTCOME]: outcome }, count: 0 }));
+    return tally;
+  };
+
+  // Read at collection: nothing per acquisition but a count. A series whose holds all ended reads 0.
+  const observeAcquisitions = (result: ObservableResult): void => {
+    for (const series of allSeries()) for (const tally of series.outcomes.values()) result.observe(tally.count, tally.attrs);
+  };
+  const observeHeld = (result: ObservableResult): void => {
+    for (const series of allSeries()) result.observe(series.held, series.attrs);
+  };
+  acquisitions?.addCallback(observeAcquisitions);
+  heldNow?.addCallback(observeHeld);
+
+  const live = new Map<number, Live>();
+  /** The first live acquisition of each hold (kind + name + fingerprint); the others follow it (`next`). */
+  const byHold = new Map<string, Live>();
 
   const end = (id: number, how: string, error?: { reason: string; message: string }): void => {
     const hold = live.get(id);
     if (!hold) return;
     live.delete(id);
-    const ids = byHold.get(hold.key);
-    ids?.delete(id);
-    if (ids?.size === 0) byHold.delete(hold.key);
-    holdHistogram?.record((performance.now() - hold.at) / 1000, metricAttrs(hold.kind, hold.name, ATTR.HOLD_END, how));
+    if (hold.prev) hold.prev.next = hold.next;
+    else if (hold.next) byHold.set(hold.key, hold.next);
+    else byHold.delete(hold.key);
+    if (hold.next) hold.next.prev = hold.prev;
+    const series = hold.series;
+    series.held--;
+    holdHistogram?.record((performance.now() - hold.at) / 1000, attrsOf(series, ATTR.HOLD_END, how));
     const span = hold.span;
     if (span) {
       span.setAttribute(ATTR.HOLD_END, how);
@@ -217,34 +261,38 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     asyncEnd(ctx: AcquireContext): void {
       const at = performance.now();
       const outcome = ctx.outcome ?? 'error';
-      const byOutcome = metricAttrs(ctx.kind, ctx.name, ATTR.OUTCOME, outcome);
-      waitHistogram?.record(ctx.waitedMs / 1000, byOutcome);
-      acquisitions?.add(1, byOutcome);
+      const series = seriesOf(ctx.kind, ctx.name);
+      const tally = outcomeOf(series, outcome);
+      tally.count++;
+      waitHistogram?.record(ctx.waitedMs / 1000, tally.attrs);
       const acquired = outcome === 'acquired';
-      let attrs: Attributes | undefined;
+      let span: Span | undefined;
       if (tracer) {
-        attrs = { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name, [ATTR.ATTEMPTS]: ctx.attempts, [ATTR.WAITED]: ctx.waitedMs };
+        const attrs: Attributes = { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name, [ATTR.ATTEMPTS]: ctx.attempts, [ATTR.WAITED]: ctx.waitedMs };
         if (ctx.fingerprint !== undefined) attrs[ATTR.FINGERPRINT] = ctx.fingerprint;
         if (ctx.token !== undefined) attrs[ATTR.TOKEN] = ctx.token;
         if (ctx.holdCount !== undefined) attrs[ATTR.HOLD_COUNT] = ctx.holdCount;
         if (ctx.permits !== undefined) attrs[ATTR.PERMITS] = ctx.permits;
         if (allWaits || !acquired || ctx.attempts > 1) {
           // recorded at the end, dated back to the call: an uncontended acquisition makes no wait span at all
-          const span = tracer.startSpan(SPANS.WAIT, { startTime: at - ctx.waitedMs, attributes: { ...attrs, [ATTR.OUTCOME]: outcome } });
+          const wait = tracer.startSpan(SPANS.WAIT, { startTime: at - ctx.waitedMs, attributes: { ...attrs, [ATTR.OUTCOME]: outcome } });
           if (outcome === 'error') {
             const error = ctx.error instanceof Error ? ctx.error : new Error(String(ctx.error));
-            span.recordException(error);
-            span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+            wait.recordException(error);
+            wait.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
           }
-          span.end(at);
+          wait.end(at);
         }
+        if (acquired) span = tracer.startSpan(SPANS.HOLD, { startTime: at, attributes: attrs });
       }
       if (!acquired) return;
-      const key = holdKey(ctx.kind, ctx.name, ctx.fingerprint);
-      live.set(ctx.id, { key, kind: ctx.kind, name: ctx.name, at, span: tracer && attrs ? tracer.startSpan(SPANS.HOLD, { startTime: at, attributes: attrs }) : undefined });
-      let ids = byHold.get(key);
-      if (!ids) byHold.set(key, (ids = new Set()));
-      ids.add(ctx.id);
+      const key = `${ctx.kind}\0${ctx.name}\0${ctx.fingerprint ?? ''}`;
+      const first = byHold.get(key);
+      const hold: Live = { id: ctx.id, series, key, at, span, next: first, prev: undefined };
+      if (first) first.prev = hold;
+      byHold.set(key, hold);
+      live.set(ctx.id, hold);
+      series.held++;
     },
   };
   const release = {
@@ -254,13 +302,14 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
   };
   const onLost = (message: unknown): void => {
     const m = message as LostMessage;
-    lostCounter?.add(1, metricAttrs(m.kind, m.name, ATTR.LOST_REASON, m.reason));
-    const ids = byHold.get(holdKey(m.kind, m.name, m.fingerprint));
-    if (ids) for (const id of [...ids]) end(id, 'lost', { reason: m.reason, message: m.error.message });
+    lostCounter?.add(1, attrsOf(seriesOf(m.kind, m.name), ATTR.LOST_REASON, m.reason));
+    const ids: number[] = [];
+    for (let hold = byHold.get(`${m.kind}\0${m.name}\0${m.fingerprint}`); hold; hold = hold.next) ids.push(hold.id);
+    for (const id of ids) end(id, 'lost', { reason: m.reason, message: m.error.message });
   };
   const onRenew = (message: unknown): void => {
     const m = message as RenewMessage;
-    renewals?.add(1, metricAttrs(m.kind, m.name, ATTR.RENEW_RESULT, m.result));
+    renewals?.add(1, attrsOf(seriesOf(m.kind, m.name), ATTR.RENEW_RESULT, m.result));
     spansOf(m.kind, m.name, m.fingerprint, (span) => span.addEvent('renew', { [ATTR.RENEW_RESULT]: m.result, 'holdfast.renew.source': m.source }));
   };
   const onHandoff = (message: unknown): void => {
@@ -268,12 +317,7 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     spansOf(m.kind, m.name, m.fingerprint, (span) => span.addEvent(`handoff ${m.stage}`, { [ATTR.TOKEN]: m.token }));
   };
   const spansOf = (kind: string, name: string, fp: string, fn: (span: Span) => void): void => {
-    const ids = byHold.get(holdKey(kind, name, fp));
-    if (!ids) return;
-    for (const id of ids) {
-      const span = live.get(id)?.span;
-      if (span) fn(span);
-    }
+    for (let hold = byHold.get(`${kind}\0${name}\0${fp}`); hold; hold = hold.next) if (hold.span) fn(hold.span);
   };
 
   const acquireChannel = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
@@ -293,6 +337,8 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     dc.unsubscribe(CHANNELS.lost, onLost);
     dc.unsubscribe(CHANNELS.renew, onRenew);
     dc.unsubscribe(CHANNELS.handoff, onHandoff);
+    acquisitions?.removeCallback(observeAcquisitions);
+    heldNow?.removeCallback(observeHeld);
   };
   return { disable, [Symbol.dispose]: disable };
 }

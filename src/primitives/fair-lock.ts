@@ -386,7 +386,7 @@ export class FairLock {
     if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
     const hold = this.#table.held(owner, token, queuedAt, leaseMs, watchdog, first);
     const held = new HeldLock(hold, 1);
-    publishHandoff(this.name, owner, token, 'granted');
+    publishHandoff(this.name, hold, 'granted');
     // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
     // release and any re-entry wait for it, so Redis still sees the claim first.
     hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
@@ -414,12 +414,12 @@ export class FairLock {
         (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
       );
     } catch (error) {
-      publishHandoff(this.name, hold.owner, hold.token, 'claim-failed');
+      publishHandoff(this.name, hold, 'claim-failed');
       hold.lease.lose('connection', error); // forgets the hold (onLost)
       return;
     }
     const claimed = reply[0] === 1 && reply[1] === hold.token;
-    publishHandoff(this.name, hold.owner, hold.token, claimed ? 'claimed' : 'claim-failed');
+    publishHandoff(this.name, hold, claimed ? 'claimed' : 'claim-failed');
     if (claimed) hold.lease.confirm(sentAt, leaseMs);
     else hold.lease.lose('taken-over');
   }

@@ -4,7 +4,9 @@
  * @module
  */
 import type { Closable } from '../core.js';
+import { fingerprint, type PrimitiveKind } from '../diagnostics.js';
 import { Held } from '../internal/held.js';
+import { publishLost, type HeldFacts, type TracedHold } from '../internal/trace.js';
 import { LockLostError, LockNotHeldError, type LockLostReason, ZooKeeperConnectionError } from '../errors.js';
 import { ZK, zkCode, type SessionLossReason } from './session.js';
 import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
@@ -13,8 +15,9 @@ import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
 export type ZkHoldState = 'held' | 'suspended' | 'lost' | 'released';
 
 /** @internal One owner's hold of one queue node, shared by its reentrant acquisitions. */
-export class ZkHold implements Closable {
+export class ZkHold implements Closable, TracedHold {
   holds = 0;
+  #fingerprint: string | undefined;
   readonly #lost = new AbortController();
   readonly #suspended = new AbortController();
   #isSuspended = false;
@@ -27,6 +30,8 @@ export class ZkHold implements Closable {
     readonly core: ZkCore,
     /** The primitive's name, for errors. */
     readonly name: string,
+    /** What the diagnostics channels call it. */
+    readonly kind: PrimitiveKind,
     readonly owner: string,
     readonly entry: Entry,
     /** Called once when the hold ends (released or lost): unregister it. */
@@ -64,6 +69,14 @@ export class ZkHold implements Closable {
   get active(): boolean {
     return this.holds > 0 && !this.#done;
   }
+  /** The fencing token (the node's czxid). */
+  get token(): number {
+    return this.entry.token;
+  }
+  /** The owner's fingerprint, for the diagnostics channels: hashed on first use, then kept. */
+  get fingerprint(): string {
+    return (this.#fingerprint ??= fingerprint(this.owner));
+  }
   get signal(): AbortSignal {
     return this.#lost.signal;
   }
@@ -83,6 +96,7 @@ export class ZkHold implements Closable {
     const error = new LockLostError(this.name, reason);
     this.#lost.abort(error);
     if (!this.#suspended.signal.aborted) this.#suspended.abort(error);
+    publishLost(this.kind, this.name, this, error);
     try {
       this.core.emitLost(error);
     } catch {
@@ -150,12 +164,16 @@ export class ZkHold implements Closable {
  * `await using`), `token`, `signal`; plus the connection state ZooKeeper adds (`suspendedSignal`, `state`).
  */
 export class ZkHeldLock extends Held {
+  /** The owner's hold count right after this acquisition (for the diagnostics channels). */
+  readonly #holdCount: number;
+
   /** @internal */
   constructor(
     /** @internal */
     readonly hold: ZkHold,
   ) {
     super();
+    this.#holdCount = hold.holds;
   }
 
   /** The primitive's name. */
@@ -204,5 +222,19 @@ export class ZkHeldLock extends Held {
    */
   protected releaseOnce(): Promise<void> {
     return this.hold.releaseOne();
+  }
+
+  /** @internal */
+  override diagnostics(): HeldFacts {
+    const hold = this.hold;
+    const permit = hold.kind === 'zk-semaphore';
+    return {
+      kind: hold.kind,
+      name: hold.name,
+      fingerprint: hold.fingerprint,
+      token: hold.token,
+      holdCount: permit ? undefined : this.#holdCount,
+      permits: permit ? 1 : undefined,
+    };
   }
 }

@@ -5,9 +5,11 @@
  *
  * @module
  */
+import type { AcquireContext, PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError } from '../errors.js';
 import { waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
+import { traceAcquire } from '../internal/trace.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { zkOnRelease, zkWaitUntilFree } from './events.js';
 import { ZkHeldLock, ZkHold } from './hold.js';
@@ -60,12 +62,13 @@ export function parseAcquire(options: unknown, defaultTimeout: number | undefine
   return { timeout, signal, owner: opts.owner };
 }
 
-/** How one primitive queues: its registry key, directory, node kind and grant rule. */
+/** How one primitive queues: its registry key, directory, node kind, grant rule, and its kind on the channels. */
 export interface QueueSpec {
   key: string;
   name: string;
   dir: string;
   kind: string;
+  primitive: PrimitiveKind;
   verdict: (sorted: string[], index: number) => Verdict;
 }
 
@@ -85,7 +88,14 @@ export function liveHold(core: ZkCore, key: string, owner: string): ZkHold | und
 /**
  * Acquires `spec` for `owner`: a reentrant hold if the owner holds it already, else queues. `null` on timeout.
  */
-export async function acquireHold(core: ZkCore, spec: QueueSpec, owner: string, parsed: ParsedAcquire, bypass = false): Promise<ZkHeldLock | null> {
+export async function acquireHold(
+  core: ZkCore,
+  spec: QueueSpec,
+  owner: string,
+  parsed: ParsedAcquire,
+  trace: AcquireContext | undefined,
+  bypass = false,
+): Promise<ZkHeldLock | null> {
   core.assertOpen();
   const existing = liveHold(core, spec.key, owner);
   if (existing) {
@@ -94,7 +104,7 @@ export async function acquireHold(core: ZkCore, spec: QueueSpec, owner: string, 
   }
   // the node carries its owner's fingerprint, so that inspections can tell holders apart without the owner id
   const data = Buffer.from(ownerFingerprint(owner));
-  const entry = await enqueue(core, { dir: spec.dir, kind: spec.kind, timeout: parsed.timeout, signal: parsed.signal, bypass, verdict: spec.verdict, data });
+  const entry = await enqueue(core, { dir: spec.dir, kind: spec.kind, timeout: parsed.timeout, signal: parsed.signal, bypass, verdict: spec.verdict, data, trace });
   if (!entry) return null;
   // Another acquisition of the same owner may have finished while we waited: keep one node per owner.
   const raced = liveHold(core, spec.key, owner);
@@ -103,7 +113,7 @@ export async function acquireHold(core: ZkCore, spec: QueueSpec, owner: string, 
     void core.session.call<void>((c, cb) => c.remove(entry.path, -1, cb)).catch(() => {});
     return new ZkHeldLock(raced);
   }
-  const hold = new ZkHold(core, spec.name, owner, entry, (h) => {
+  const hold = new ZkHold(core, spec.name, spec.primitive, owner, entry, (h) => {
     const owners = core.registry.get(spec.key);
     if (owners?.get(h.owner) === h) owners.delete(h.owner);
     if (owners?.size === 0) core.registry.delete(spec.key);
@@ -169,6 +179,7 @@ export class ZkLock {
       name,
       dir: core.dir('lock', name),
       kind: 'lock',
+      primitive: 'zk-lock',
       verdict: (sorted, index) => (index === 0 ? { granted: true } : { granted: false, watch: sorted[index - 1]! }),
     };
   }
@@ -179,17 +190,21 @@ export class ZkLock {
    * @throws {ZooKeeperConnectionError} when ZooKeeper cannot be reached, or the session is lost while waiting
    * @throws the signal's reason when `signal` aborts
    */
-  async acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
-    const parsed = parseAcquire(options, undefined);
-    const held = await acquireHold(this.core, this.#spec, ownerFor(this.core, this.#spec.key, parsed.owner), parsed);
-    if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
-    return held;
+  acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
+    return traceAcquire('zk-lock', this.name, options, async (trace) => {
+      const parsed = parseAcquire(options, undefined);
+      const held = await acquireHold(this.core, this.#spec, ownerFor(this.core, this.#spec.key, parsed.owner), parsed, trace);
+      if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
+      return held;
+    });
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when another owner holds it. */
-  async tryAcquire(options?: ZkAcquireOptions): Promise<ZkHeldLock | null> {
-    const parsed = parseAcquire(options, 0);
-    return acquireHold(this.core, this.#spec, ownerFor(this.core, this.#spec.key, parsed.owner), parsed);
+  tryAcquire(options?: ZkAcquireOptions): Promise<ZkHeldLock | null> {
+    return traceAcquire('zk-lock', this.name, options, async (trace) => {
+      const parsed = parseAcquire(options, 0);
+      return acquireHold(this.core, this.#spec, ownerFor(this.core, this.#spec.key, parsed.owner), parsed, trace);
+    });
   }
 
   /** Runs `fn` holding the lock, releases afterwards (also when `fn` throws). Reentrant inside `fn`. */

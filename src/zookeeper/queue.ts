@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import zookeeper, { type Event, type Stat } from 'node-zookeeper-client';
 import { closeHolds, type Closable, type HoldContext } from '../core.js';
 import { LiveSet } from '../internal/live-set.js';
+import type { AcquireContext } from '../diagnostics.js';
 import { type LockLostError, ZooKeeperConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Session, ZK, czxidOf, waitEvent, zkCode, type SessionLossReason } from './session.js';
@@ -127,6 +128,8 @@ export interface EnqueueOptions {
   bypass?: boolean;
   /** The node's data (the owner's fingerprint, for inspection). @default empty */
   data?: Buffer;
+  /** The acquisition's diagnostics context, when traced: each look at the queue counts as an attempt. */
+  trace?: AcquireContext | undefined;
   verdict: (sorted: string[], index: number) => Verdict;
 }
 
@@ -163,6 +166,7 @@ export async function enqueue(core: ZkCore, opts: EnqueueOptions): Promise<Entry
     statP.catch(() => {});
     for (;;) {
       if (lost.signal.aborted) throw lost.signal.reason;
+      if (opts.trace) opts.trace.attempts++;
       try {
         const children = sortQueue(await session.call<string[]>((c, cb) => c.getChildren(opts.dir, cb), undefined, undefined, generation));
         const index = children.indexOf(name);

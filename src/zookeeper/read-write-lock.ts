@@ -12,8 +12,10 @@
  * @module
  */
 import type { Stat } from 'node-zookeeper-client';
+import type { AcquireContext } from '../diagnostics.js';
 import { AcquireTimeoutError, UpgradeRefusedError } from '../errors.js';
 import { waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
+import { traceAcquire } from '../internal/trace.js';
 import { checkKnownKeys, checkName, checkOptions } from '../internal/validate.js';
 import { zkOnRelease, zkWaitUntilFree } from './events.js';
 import { ZkHold, type ZkHeldLock } from './hold.js';
@@ -114,7 +116,7 @@ export class ZkRwSide {
     return undefined;
   }
 
-  async #acquire(parsed: ParsedAcquire): Promise<ZkHeldLock | null> {
+  async #acquire(parsed: ParsedAcquire, trace: AcquireContext | undefined): Promise<ZkHeldLock | null> {
     const owner = parsed.owner ?? this.#inherited() ?? this.core.newOwner();
     const other = liveHold(this.core, this.other.key, owner);
     if (this.mode === 'write' && other && !liveHold(this.core, this.spec.key, owner)) throw new UpgradeRefusedError(this.name);
@@ -122,9 +124,9 @@ export class ZkRwSide {
     // Its node says so, and names the write node, so that no other writer is granted while it lives.
     if (this.mode === 'read' && other) {
       const spec = { ...this.spec, kind: `${DOWNGRADE}${sequenceOf(other.entry.path)}` };
-      return acquireHold(this.core, spec, owner, parsed, true);
+      return acquireHold(this.core, spec, owner, parsed, trace, true);
     }
-    return acquireHold(this.core, this.spec, owner, parsed);
+    return acquireHold(this.core, this.spec, owner, parsed, trace);
   }
 
   /** The hold count of an owner on this side in this client (0 when none), its node checked in ZooKeeper. */
@@ -171,16 +173,18 @@ export class ZkRwSide {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    * @throws {UpgradeRefusedError} when a read-lock owner asks for the write lock
    */
-  async acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
-    const parsed = parseAcquire(options, undefined);
-    const held = await this.#acquire(parsed);
-    if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
-    return held;
+  acquire(options?: ZkAcquireOptions): Promise<ZkHeldLock> {
+    return traceAcquire(this.spec.primitive, this.name, options, async (trace) => {
+      const parsed = parseAcquire(options, undefined);
+      const held = await this.#acquire(parsed, trace);
+      if (!held) throw new AcquireTimeoutError(this.name, parsed.timeout ?? 0);
+      return held;
+    });
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the held lock or `null`. */
   tryAcquire(options?: ZkAcquireOptions): Promise<ZkHeldLock | null> {
-    return this.#acquire(parseAcquire(options, 0));
+    return traceAcquire(this.spec.primitive, this.name, options, async (trace) => this.#acquire(parseAcquire(options, 0), trace));
   }
 
   /** Runs `fn` holding this side; reentrant (and downgradable) inside `fn`. */
@@ -239,6 +243,7 @@ export class ZkReadWriteLock {
       name,
       dir,
       kind: 'read',
+      primitive: 'zk-read-lock',
       verdict: readVerdict,
     };
     const write: QueueSpec = {
@@ -246,6 +251,7 @@ export class ZkReadWriteLock {
       name,
       dir,
       kind: 'write',
+      primitive: 'zk-write-lock',
       verdict: writeVerdict,
     };
     this.#read = new ZkReadLock(core, read, write, 'read');

@@ -10,7 +10,9 @@
  *
  * @module
  */
+import type { AcquireContext } from '../diagnostics.js';
 import { AcquireTimeoutError } from '../errors.js';
+import { traceAcquire } from '../internal/trace.js';
 import { checkInt } from '../internal/validate.js';
 import type { ZkHeldLock } from './hold.js';
 import { readQueue, type ZkCore } from './queue.js';
@@ -45,30 +47,33 @@ export class ZkSemaphore {
       name,
       dir: core.dir('semaphore', name),
       kind: 'permit',
+      primitive: 'zk-semaphore',
       verdict: (_sorted, index) => (index < permits ? { granted: true } : { granted: false, watchChildren: true }),
     };
   }
 
-  async #acquire(options: ZkPermitOptions | undefined, defaultTimeout: number | undefined): Promise<ZkHeldLock | null> {
+  async #acquire(options: ZkPermitOptions | undefined, defaultTimeout: number | undefined, trace: AcquireContext | undefined): Promise<ZkHeldLock | null> {
     const parsed = parseAcquire(options, defaultTimeout);
     if (parsed.owner !== undefined) throw new TypeError('options.owner is not an option of a semaphore (known: timeout, signal)');
     // Every permit is its own owner: a semaphore is not reentrant.
-    return acquireHold(this.core, this.#spec, this.core.newOwner(), parsed);
+    return acquireHold(this.core, this.#spec, this.core.newOwner(), parsed, trace);
   }
 
   /**
    * Waits for a permit. The held permit has the same shape as a held lock (`release()`, `token`, `signal`).
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
-  async acquire(options?: ZkPermitOptions): Promise<ZkHeldLock> {
-    const held = await this.#acquire(options, undefined);
-    if (!held) throw new AcquireTimeoutError(this.name, options?.timeout ?? 0);
-    return held;
+  acquire(options?: ZkPermitOptions): Promise<ZkHeldLock> {
+    return traceAcquire('zk-semaphore', this.name, options, async (trace) => {
+      const held = await this.#acquire(options, undefined, trace);
+      if (!held) throw new AcquireTimeoutError(this.name, options?.timeout ?? 0);
+      return held;
+    });
   }
 
   /** One attempt (or a wait of at most `timeout` ms): a permit or `null`. */
   tryAcquire(options?: ZkPermitOptions): Promise<ZkHeldLock | null> {
-    return this.#acquire(options, 0);
+    return traceAcquire('zk-semaphore', this.name, options, (trace) => this.#acquire(options, 0, trace));
   }
 
   /** Runs `fn` holding a permit; releases it afterwards. */

@@ -154,6 +154,73 @@ describeEachAdapter('holdfast/otel (OpenTelemetry SDK, in-memory exporters)', (c
     assert.equal(sumOf(await points(METRICS.HELD, 'otel:c'), ATTR.KIND, 'lock'), 0, 'a release after the loss is not counted twice');
   });
 
+  void it('without nameInMetrics: acquisitions counted by kind and outcome only, held now by kind; disable() stops the counts', async () => {
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const ownReader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+    const provider = new MeterProvider({ readers: [ownReader] });
+    const own = instrumentHoldfast({ meterProvider: provider, spans: false });
+    const read = async (name: string): Promise<DataPoint<unknown>[]> => {
+      exporter.reset();
+      await ownReader.forceFlush();
+      const all = exporter.getMetrics().flatMap((rm) => rm.scopeMetrics.flatMap((sm) => sm.metrics));
+      return all.find((m) => m.descriptor.name === name)?.dataPoints ?? [];
+    };
+    try {
+      const lock = ctx.holdfast.lock('otel:f');
+      await (await lock.acquire()).release();
+      const held = await lock.acquire();
+      assert.equal(await lock.tryAcquire(), null);
+      const heldNow = await read(METRICS.HELD);
+      assert.deepEqual(
+        heldNow.map((p) => [p.attributes, p.value]),
+        [[{ [ATTR.KIND]: 'lock' }, 1]],
+      );
+      await held.release();
+      const counted = await read(METRICS.ACQUISITIONS);
+      assert.deepEqual(
+        counted.map((p) => [p.attributes, p.value]).sort((a, b) => String(b[1]).localeCompare(String(a[1]))),
+        [
+          [{ [ATTR.KIND]: 'lock', [ATTR.OUTCOME]: 'acquired' }, 2],
+          [{ [ATTR.KIND]: 'lock', [ATTR.OUTCOME]: 'timed-out' }, 1],
+        ],
+        'no lock name on the data points',
+      );
+      assert.equal(sumOf(await read(METRICS.HELD), ATTR.KIND, 'lock'), 0);
+      const [wait] = await read(METRICS.WAIT);
+      assert.equal(wait?.attributes[ATTR.NAME], undefined);
+      own.disable();
+      await (await lock.acquire()).release();
+      assert.ok(
+        (await read(METRICS.ACQUISITIONS)).every((p) => p.attributes[ATTR.OUTCOME] !== 'acquired' || p.value === 2),
+        'nothing counted after disable()',
+      );
+    } finally {
+      own.disable();
+      await provider.shutdown();
+    }
+  });
+
+  void it('a loss ends every acquisition of the hold: two reentrant acquisitions, two hold spans ended as lost', async () => {
+    const lock = ctx.holdfast.lock('otel:g');
+    const one = await lock.acquire({ owner: 'otel-g-owner', lease: 150 });
+    const two = await lock.acquire({ owner: 'otel-g-owner', lease: 150 });
+    assert.equal(two.holdCount, 2);
+    assert.equal(sumOf(await points(METRICS.HELD, 'otel:g'), ATTR.KIND, 'lock'), 2);
+    await sleep(350);
+    assert.ok(one.lost && two.lost);
+    const holds = spansNamed(SPANS.HOLD, 'otel:g');
+    assert.deepEqual(
+      holds.map((h) => [h.attributes[ATTR.HOLD_COUNT], h.attributes[ATTR.HOLD_END], h.attributes[ATTR.LOST_REASON]]).sort(),
+      [
+        [1, 'lost', 'expired'],
+        [2, 'lost', 'expired'],
+      ],
+    );
+    assert.equal(sumOf(await points(METRICS.HELD, 'otel:g'), ATTR.KIND, 'lock'), 0);
+    await assert.rejects(one.release());
+    await assert.rejects(two.release());
+  });
+
   void it('every primitive kind is recorded (fair lock, read-write lock, semaphores, multi-lock)', async () => {
     const h = ctx.holdfast;
     await (await h.fairLock('otel:d').acquire()).release();
