@@ -11,8 +11,7 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-// the shipped build, not the TypeScript sources under tsx: `npm run build` first
-import { Holdfast } from '../dist/index.js';
+import { Holdfast } from './holdfast.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, floor: { type: 'boolean', default: false } } });
 const server = await RedisServer.start();
