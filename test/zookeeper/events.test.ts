@@ -4,10 +4,10 @@
  * kill -9), a hand-off heard as a release, waiting that never creates a node, and the read side's meaning.
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import type { ReleaseEvent, ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
-import { makeZk, sleep, startWorker, uniq } from './helpers.js';
+import { sleep, startWorker, twoClients, uniq } from './helpers.js';
 
 /** Waits until `events` has `n` entries (they arrive asynchronously), failing after 10 s; then a moment for extras. */
 async function heardAll(events: unknown[], n: number): Promise<void> {
@@ -21,16 +21,7 @@ zkDescribe('ZooKeeper lock events', () => {
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;
 
-  before(async () => {
-    zk = await ZkCluster.start();
-    a = await makeZk(zk.connectionString);
-    b = await makeZk(zk.connectionString);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await zk?.stop();
-  });
+  twoClients((...started) => ([zk, a, b] = started));
 
   void it('ZkLock.waitUntilFree: at once when free, false at the timeout, never queues; the signal aborts it', async () => {
     const name = uniq('wuf');

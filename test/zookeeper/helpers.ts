@@ -2,7 +2,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { ZooKeeperHoldfast, type ZooKeeperHoldfastOptions } from '../../src/zookeeper/index.js';
+import { ZkCluster } from '../support/zookeeper.js';
 
 const WORKER = fileURLToPath(new URL('./fixtures/zk-worker.ts', import.meta.url));
 
@@ -67,3 +69,24 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 /** A unique lock name per test. */
 export const uniq = (base: string): string => `${base}-${Math.random().toString(36).slice(2, 8)}`;
+
+/**
+ * Starts a ZooKeeper and two clients on it before the suite's tests (handing them to `started`), and closes them
+ * after: the setup most ZooKeeper suites share.
+ */
+export function twoClients(started: (zk: ZkCluster, a: ZooKeeperHoldfast, b: ZooKeeperHoldfast) => void): void {
+  let zk: ZkCluster | undefined;
+  let a: ZooKeeperHoldfast | undefined;
+  let b: ZooKeeperHoldfast | undefined;
+  before(async () => {
+    zk = await ZkCluster.start();
+    a = await makeZk(zk.connectionString);
+    b = await makeZk(zk.connectionString);
+    started(zk, a, b);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await zk?.stop();
+  });
+}

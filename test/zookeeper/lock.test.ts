@@ -7,27 +7,18 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
-import { makeZk, sleep, startWorker, uniq } from './helpers.js';
+import { makeZk, sleep, startWorker, twoClients, uniq } from './helpers.js';
 
 zkDescribe('ZooKeeper Lock', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;
 
-  before(async () => {
-    zk = await ZkCluster.start();
-    a = await makeZk(zk.connectionString);
-    b = await makeZk(zk.connectionString);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await zk?.stop();
-  });
+  twoClients((...started) => ([zk, a, b] = started));
 
   void it('excludes other owners and hands over on release, with a larger czxid token', async () => {
     const name = uniq('excl');

@@ -5,10 +5,10 @@
  * keeps a writer that was already waiting out.
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { LockLostError, LockNotHeldError, ownerFingerprint, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
-import { makeZk, sleep, startWorker, uniq } from './helpers.js';
+import { sleep, startWorker, twoClients, uniq } from './helpers.js';
 
 /** Resolves once `held.signal` aborts (the holder's watch on its node fired), failing after 10 s. */
 async function lostSoon(held: { signal: AbortSignal }): Promise<void> {
@@ -24,16 +24,7 @@ zkDescribe('ZooKeeper ReadWriteLock inspection and forceUnlock', () => {
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;
 
-  before(async () => {
-    zk = await ZkCluster.start();
-    a = await makeZk(zk.connectionString);
-    b = await makeZk(zk.connectionString);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await zk?.stop();
-  });
+  twoClients((...started) => ([zk, a, b] = started));
 
   void it('readers(): every reader by fingerprint, with its hold count here and its session; never an owner id', async () => {
     const name = uniq('readers');

@@ -1,25 +1,15 @@
 /** The read-write lock on the ZooKeeper backend, against a real ZooKeeper. */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { UpgradeRefusedError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
-import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
-import { makeZk, sleep, uniq } from './helpers.js';
+import { zkDescribe } from '../support/zookeeper.js';
+import { sleep, twoClients, uniq } from './helpers.js';
 
 zkDescribe('ZooKeeper ReadWriteLock', () => {
-  let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;
 
-  before(async () => {
-    zk = await ZkCluster.start();
-    a = await makeZk(zk.connectionString);
-    b = await makeZk(zk.connectionString);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await zk?.stop();
-  });
+  twoClients((_zk, first, second) => ([a, b] = [first, second]));
 
   void it('many readers at once; a writer waits for them and excludes everyone', async () => {
     const name = uniq('rw');

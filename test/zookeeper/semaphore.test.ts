@@ -1,25 +1,16 @@
 /** The counting semaphore on the ZooKeeper backend, against a real ZooKeeper. */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
+import { it } from 'node:test';
 import { AcquireTimeoutError, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { ZkCluster, zkDescribe } from '../support/zookeeper.js';
-import { makeZk, sleep, startWorker, uniq } from './helpers.js';
+import { sleep, startWorker, twoClients, uniq } from './helpers.js';
 
 zkDescribe('ZooKeeper Semaphore', () => {
   let zk: ZkCluster;
   let a: ZooKeeperHoldfast;
   let b: ZooKeeperHoldfast;
 
-  before(async () => {
-    zk = await ZkCluster.start();
-    a = await makeZk(zk.connectionString);
-    b = await makeZk(zk.connectionString);
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await zk?.stop();
-  });
+  twoClients((...started) => ([zk, a, b] = started));
 
   void it('grants at most N permits at once; a release lets a waiter in', async () => {
     const name = uniq('sem');
