@@ -10,7 +10,7 @@
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every read hold of this owner, '0' for one
-  ARGV[5] '1' when this is a retry of a request whose reply was lost
+  ARGV[5] '1' when this is a retry of a request whose reply was lost (informational: the marker is read on every run)
   ARGV[6] the events channel: while the events marker exists, an owner's last read release publishes 'r1' there
   when it left the lock free (no reader, no writer), else 'r0'
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
@@ -19,7 +19,7 @@
 --- @include "notify"
 --- @include "release-retry"
 --- @include "rw-purge"
-local done = release_retried(KEYS[4], ARGV[5])
+local done = release_retried(KEYS[4])
 if done then
   return done
 end

@@ -8,7 +8,7 @@
   ARGV[2] channel to publish on
   ARGV[3] marker TTL in ms
   ARGV[4] '1' to release every hold of this owner at once, '0' for one
-  ARGV[5] '1' when this is a retry of a request whose reply was lost
+  ARGV[5] '1' when this is a retry of a request whose reply was lost (informational: the marker is read on every run)
   ARGV[6] the events channel: while the events marker exists, a full release publishes 'w1' there when it left the
   lock free, or 'w0' when readers hold it (the owner's own, after a downgrade)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
@@ -19,7 +19,7 @@
 --- @include "notify"
 --- @include "release-retry"
 --- @include "redis-now"
-local done = release_retried(KEYS[2], ARGV[5])
+local done = release_retried(KEYS[2])
 if done then
   return done
 end
