@@ -40,7 +40,6 @@ export interface IoredisLike {
   };
 }
 
-/** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */
 /** The socket of an ioredis connection (`client.stream`), as far as holdfast uses it. */
 interface CorkableStream {
   cork(): void;
@@ -48,40 +47,53 @@ interface CorkableStream {
   writable?: boolean;
 }
 
+/** Script calls of one burst that go out at once, each in its own write, before the socket is corked. */
+const UNCORKED = 4;
+/** While corked, the socket is flushed every this many script calls, so Redis starts on them while more are made. */
+const FLUSH_EVERY = 32;
+
 /**
- * Script calls issued in one turn of the event loop share one socket write: the first goes out at once (a lone call
- * waits for nothing); from the second on, the socket is corked until the turn ends, so the rest leave together in one
- * `writev`. Many locks taken and released on one connection then cost one write per turn instead of one per command
- * — the write, not Redis, is what limits them. The commands and their order are untouched.
+ * Script calls issued in one burst (the synchronous code and promise callbacks that run before the next
+ * `process.nextTick`) share socket writes. The first few go out at once, each on its own: a lone call, or a few, wait for
+ * nothing. From then on the socket is corked, and flushed in one `writev` every {@link FLUSH_EVERY} calls and when the
+ * burst ends. Many locks taken and released on one connection then cost a write per 32 commands instead of one per
+ * command, and Redis gets the first of them while the rest are still being made, so neither side waits for the other
+ * to finish a whole wave. The commands and their order are untouched.
  */
 class WriteBatch {
-  #turn = false;
+  #count = 0;
   #corked: CorkableStream | undefined;
 
   constructor(private readonly client: IoredisLike) {}
 
   /** Called before each command is handed to ioredis. */
   before(): void {
-    if (!this.#turn) {
-      this.#turn = true;
-      setImmediate(this.#endTurn);
+    const count = this.#count++;
+    if (count === 0) process.nextTick(this.#endBurst);
+    if (count < UNCORKED) return;
+    const corked = this.#corked;
+    if (corked) {
+      if ((count - UNCORKED) % FLUSH_EVERY === FLUSH_EVERY - 1) {
+        corked.uncork();
+        corked.cork();
+      }
       return;
     }
-    if (this.#corked) return;
     const stream = this.client.stream as CorkableStream | undefined;
     if (!stream || typeof stream.cork !== 'function' || stream.writable === false) return;
     stream.cork();
     this.#corked = stream;
   }
 
-  readonly #endTurn = (): void => {
-    this.#turn = false;
+  readonly #endBurst = (): void => {
+    this.#count = 0;
     const stream = this.#corked;
     this.#corked = undefined;
     stream?.uncork();
   };
 }
 
+/** Commands without a key that must still run on the node (and connection) of a given key: `WAIT` after a write. */
 const ROUTED_BY_KEY = new Set(['WAIT', 'WAITAOF']);
 
 function nodeFor(client: IoredisLike, key: string): IoredisLike | undefined {
@@ -107,7 +119,7 @@ export function ioredisTransport(client: IoredisLike): RedisTransport {
   client.on('close', () => {
     epoch++;
   });
-  // A standalone client: commands sent in the same turn of the event loop share one socket write (a Cluster client has
+  // A standalone client: script calls made in one burst share socket writes (a Cluster client has
   // a socket per node).
   const batch = typeof client.nodes === 'function' ? undefined : new WriteBatch(client);
   return {
