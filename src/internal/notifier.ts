@@ -5,6 +5,8 @@
  * local waiters registered with that tag (the fair lock names the owner it handed the lock to, so one channel per
  * client serves all of that client's waiters and a hand-off wakes exactly one of them). A message `+<payload>:<tag>`
  * does the same and leaves `payload` with the listener (the fair lock's hand-off carries the fencing token).
+ * A message `<count>:<tag>` (a lock's release that reserved it for the waiter `tag`) wakes that waiter where it waits;
+ * where it does not, the local waiters are woken only once the reservation has lapsed.
  *
  * A wake that arrives while its waiter is between attempts is remembered, never lost: the next `wait()` returns at once.
  */
@@ -13,6 +15,14 @@ import { ClientClosedError } from '../errors.js';
 import { withTimeout, toHoldfastError } from '../script.js';
 
 const IDLE_UNSUBSCRIBE_MS = 2000;
+/**
+ * A release that reserved a lock for a waiter of another process (`<count>:<tag>`, the tag not waiting here) wakes the
+ * waiters here only after this long: the reservation (50 ms, see lua/lock/release-n.lua) and a margin. Until then
+ * only the named waiter can take the lock, so waking the others would only make them ask in vain, each in its own
+ * round trip, on every hand-off. The late wake covers a named waiter that never comes: its reservation lapses, and
+ * the lock is anyone's again.
+ */
+const RESERVED_WAKE_MS = 60;
 
 interface Channel {
   name: string;
@@ -23,6 +33,8 @@ interface Channel {
   idle: NodeJS.Timeout | undefined;
   /** Monotonic time until which the last attempt made here expected the resource to stay busy (its retry hint). */
   busyUntil: number;
+  /** The late wake of a reservation made for a waiter elsewhere (see {@link RESERVED_WAKE_MS}), while one is due. */
+  reservedWake: NodeJS.Timeout | undefined;
 }
 
 /** One waiter's registration on a channel. */
@@ -171,8 +183,30 @@ export class Notifier {
     const colon = message.indexOf(':');
     if (colon > 0) {
       const tag = message.slice(colon + 1);
-      for (const listener of channel.listeners) if (listener.tag === tag && listener.wake()) count--;
+      let here = false;
+      for (const listener of channel.listeners) {
+        if (listener.tag !== tag) continue;
+        here = true;
+        if (listener.wake()) count--;
+      }
+      if (!here) {
+        // reserved for a waiter of another process: the waiters here could not take it yet
+        if (channel.reservedWake === undefined && channel.listeners.length > 0) {
+          const wakeCount = count;
+          channel.reservedWake = setTimeout(() => {
+            channel.reservedWake = undefined;
+            Notifier.#wake(channel, wakeCount);
+          }, RESERVED_WAKE_MS);
+          channel.reservedWake.unref();
+        }
+        return;
+      }
     }
+    Notifier.#wake(channel, count);
+  }
+
+  /** Wakes up to `count` local waiters of `channel`, oldest first. */
+  static #wake(channel: Channel, count: number): void {
     for (const listener of channel.listeners) {
       if (count <= 0) break;
       if (listener.wake()) count--;
@@ -215,7 +249,7 @@ export class Notifier {
     let channel = this.#channels.get(name);
     if (!channel) {
       const subscribed = this.#connect().then((sub) => sub.subscribe(name));
-      const created: Channel = { name, listeners: [], observers: new Set(), subscribed, idle: undefined, busyUntil: 0 };
+      const created: Channel = { name, listeners: [], observers: new Set(), subscribed, idle: undefined, busyUntil: 0, reservedWake: undefined };
       channel = created;
       this.#channels.set(name, created);
       // A failed subscription is retried by the next listener.
@@ -276,6 +310,7 @@ export class Notifier {
       channel.idle = setTimeout(() => {
         if (channel.listeners.length > 0 || channel.observers.size > 0 || this.#channels.get(channel.name) !== channel) return;
         this.#channels.delete(channel.name);
+        if (channel.reservedWake) clearTimeout(channel.reservedWake);
         this.#subscriber
           ?.then((sub) => sub.unsubscribe(channel.name))
           .catch(() => {
@@ -319,6 +354,7 @@ export class Notifier {
     this.#closed = true;
     for (const channel of this.#channels.values()) {
       if (channel.idle) clearTimeout(channel.idle);
+      if (channel.reservedWake) clearTimeout(channel.reservedWake);
       for (const listener of [...channel.listeners]) listener.fail(new ClientClosedError());
       channel.observers.clear();
     }

@@ -85,6 +85,58 @@ describeEachAdapter('Lock hand-off', (ctx) => {
     assert.ok(performance.now() - t < 1000, 'woken by the release message');
     await got.release();
   });
+
+  void it('a release reserved for a waiter in another client wakes that one only: a third client does not ask in vain', async () => {
+    const a = await client();
+    const b = await ctx.open({ prefix: a.settings.prefix });
+    const c = await ctx.open({ prefix: a.settings.prefix });
+    const io = new Redis(ctx.server.url);
+    try {
+      const held = await a.lock('named').acquire({ lease: 20_000 });
+      const first = b.holdfast.lock('named').acquire();
+      await sleep(40); // b waits (longest), subscribed
+      const second = c.holdfast.lock('named').acquire();
+      await sleep(40); // c waits too
+      await io.call('CONFIG', 'RESETSTAT');
+      await held.release();
+      const got = await first;
+      await sleep(25); // well inside the 50 ms reservation
+      const info = (await io.call('INFO', 'commandstats')) as string;
+      const calls = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
+      // the release, and b's attempt: c, not named by the release, was not woken to ask
+      assert.equal(calls, 2, `${calls} script calls between the release and b's acquisition`);
+      const t = performance.now();
+      await got.release();
+      const next = await second;
+      assert.ok(performance.now() - t < 1000, 'c is woken by the release that names it');
+      await next.release();
+    } finally {
+      io.disconnect();
+    }
+  });
+
+  void it('a waiter elsewhere still gets the lock when the waiter a release named never comes', async () => {
+    const a = await client();
+    const b = await ctx.open({ prefix: a.settings.prefix });
+    const io = new Redis(ctx.server.url);
+    try {
+      const keys = new Keys(a.settings.prefix);
+      const held = await a.lock('ghost').acquire({ lease: 20_000 });
+      // a waiter that is gone (its process died while waiting): first in the waiter list, no one to take a reservation
+      await io.zadd(keys.lockWaiters('ghost'), 1, 'gone-owner');
+      const waiting = b.holdfast.lock('ghost').acquire();
+      await sleep(40); // b waits, subscribed; its hint is the holder's 20 s lease
+      const t = performance.now();
+      await held.release(); // reserved for the gone waiter for 50 ms
+      const got = await waiting;
+      const waited = performance.now() - t;
+      assert.ok(waited >= 40, `b took the lock after ${waited.toFixed(0)} ms, inside the reservation`);
+      assert.ok(waited < 2000, `b took the lock ${waited.toFixed(0)} ms after the release: not woken when the reservation lapsed`);
+      await got.release();
+    } finally {
+      io.disconnect();
+    }
+  });
 });
 
 // The waiter list at the script level (one raw connection, every step in a set order): a waiter for which a release
