@@ -82,7 +82,11 @@ class Worker {
   #waiters: ((m: { type: string }) => void)[] = [];
 
   constructor() {
-    this.child = fork(join(import.meta.dirname, 'worker.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(join(import.meta.dirname, 'worker.ts'), [], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, HOLDFAST_BENCH_WORKER_BOOTED: '1' },
+    });
     this.child.on('message', (m: { type: string; error?: string }) => {
       if (m.type === 'fatal') console.error(`worker error: ${m.error ?? ''}`);
       this.#waiters.shift()?.(m);
@@ -102,6 +106,8 @@ interface ContendedSample {
   jain: number;
   /** The longest wait for an acquisition in the window, or of a wait still going when the run stopped (ms). */
   longestWaitMs: number;
+  /** The same, of the waits that began in the window: without the start-up (first connections and subscriptions). */
+  longestWaitBegunMs: number;
   meanHoldMs: number;
   /** hand-offs/s ÷ 1000/(mean hold + 2·RTT). */
   ceilingRatio: number;
@@ -223,6 +229,7 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
   let handoffs = 0;
   const perContender = new Array<number>(cfg.contenders).fill(0);
   let longestWait = 0;
+  let longestBegun = 0;
   let acquisitions = 0;
   for (let i = 0; i < events.length; i++) {
     const e = events[i] as (typeof events)[number];
@@ -230,9 +237,13 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
     acquisitions++;
     perContender[e.id] = (perContender[e.id] ?? 0) + 1;
     longestWait = Math.max(longestWait, e.wait);
+    if (e.at - e.wait >= windowStart) longestBegun = Math.max(longestBegun, e.wait);
     if (i > 0 && (events[i - 1] as (typeof events)[number]).id !== e.id) handoffs++;
   }
-  for (const w of pending) longestWait = Math.max(longestWait, w);
+  for (const w of pending) {
+    longestWait = Math.max(longestWait, w);
+    if (end - w >= windowStart) longestBegun = Math.max(longestBegun, w);
+  }
   const inWindowHolds = holds.filter((h) => h.at >= windowStart && h.at < end).map((h) => h.ms);
   const meanHold = inWindowHolds.length ? inWindowHolds.reduce((a, b) => a + b, 0) / inWindowHolds.length : NaN;
   const handoffsPerSec = (handoffs / CONTENDED_MS) * 1000;
@@ -241,6 +252,7 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
     handoffsPerSec,
     jain: jain(perContender),
     longestWaitMs: longestWait,
+    longestWaitBegunMs: longestBegun,
     meanHoldMs: meanHold,
     ceilingRatio: handoffsPerSec / (1000 / (meanHold + 2 * rttMs)),
     errors: raw.errors,
@@ -254,6 +266,7 @@ interface ContendedRow extends ContendedConfig {
   handoffsPerSec: number;
   jain: number;
   longestWaitMs: number;
+  longestWaitBegunMs: number;
   meanHoldMs: number;
   ceilingRatio: number;
   errors: number;
@@ -270,6 +283,8 @@ async function contended(url: string, rttMs: number): Promise<ContendedRow[]> {
   }
   const samples = new Map<ContendedConfig, ContendedSample[]>(configs.map((c) => [c, []]));
   const workers = Array.from({ length: Math.max(...configs.map((c) => c.contenders)) }, () => new Worker());
+  // the workers load first: their start-up (seconds of CPU under tsx) must not run during the first segments
+  await Promise.all(workers.map((w) => w.next()));
   try {
     for (let round = 0; round < CONTENDED_ROUNDS; round++) {
       for (const cfg of roundOrder(configs, round)) samples.get(cfg)?.push(await contendedSegment(workers, url, cfg, rttMs));
@@ -286,6 +301,7 @@ async function contended(url: string, rttMs: number): Promise<ContendedRow[]> {
       handoffsPerSec: median(s.map((x) => x.handoffsPerSec)),
       jain: median(s.map((x) => x.jain)),
       longestWaitMs: Math.max(...s.map((x) => x.longestWaitMs)),
+      longestWaitBegunMs: Math.max(...s.map((x) => x.longestWaitBegunMs)),
       meanHoldMs: median(s.map((x) => x.meanHoldMs)),
       ceilingRatio: median(s.map((x) => x.ceilingRatio)),
       errors: s.reduce((a, x) => a + x.errors, 0),
@@ -523,11 +539,12 @@ async function main(): Promise<void> {
         `${CONTENDED_ROUNDS} interleaved rounds of ${fmt(CONTENDED_MS)} ms (after ${CONTENDED_WARMUP_MS} ms warm-up), ioredis, all contenders in this process; medians over rounds, longest wait over all rounds. ` +
           '"own client": each contender has its own `Holdfast` and connection, all in this process; "own process": each in its own worker process (bench/worker.ts, one connection each; waits still going at the end are not seen there); "shared client": all share one `Holdfast` and connection in this process. ' +
           `Hand-offs count holder changes. Ceiling = 1/(measured mean hold + 2·RTT), RTT = idle PING p50 (${fmt(rtt * 1000)} µs). ` +
-          'Jain: fairness over per-contender acquisitions (1 = equal). Longest wait includes a wait still going at the end.\n',
+          'Jain: fairness over per-contender acquisitions (1 = equal). Longest wait: of the acquisitions in the window, whenever their wait began, and of a wait still going at the end; "begun in window": of the waits that began in the window only (a wait begun in the warm-up includes the contenders\' first connections and subscriptions). ' +
+          '20 × cycle: 20 × (hold + hand-off), one cycle being 1/acquisitions per second.\n',
       );
       log(
         table(
-          ['lock', 'contenders', 'placement', 'hand-offs/s', '÷ ceiling', 'acquisitions/s', 'mean hold (ms)', 'Jain', 'longest wait (ms)', 'errors'],
+          ['lock', 'contenders', 'placement', 'hand-offs/s', '÷ ceiling', 'acquisitions/s', 'mean hold (ms)', 'Jain', 'longest wait (ms)', 'begun in window (ms)', '20 × cycle (ms)', 'errors'],
           contendedRows.map((r) => [
             r.lock,
             String(r.contenders),
@@ -538,6 +555,8 @@ async function main(): Promise<void> {
             fmt(r.meanHoldMs, 2),
             fmt(r.jain, 3),
             fmt(r.longestWaitMs, 1),
+            fmt(r.longestWaitBegunMs, 1),
+            fmt(20 * (1000 / r.acquisitionsPerSec), 1),
             r.errors ? `${fmt(r.errors)} (${(r.firstError ?? '').slice(0, 80)})` : '0',
           ]),
         ) + '\n',

@@ -116,6 +116,9 @@ process.on('message', (message: SetupMessage | GoMessage | { type: 'exit' | 'fin
   else if (message.type === 'finish') finish?.();
   else process.exit(0);
 });
+// A parent that asks (bench/throughput.ts) is told once this process has loaded: booting a worker under tsx takes
+// seconds of CPU, which must not overlap what the parent measures in its own process meanwhile.
+if (process.env.HOLDFAST_BENCH_WORKER_BOOTED === '1') process.send?.({ type: 'booted' });
 process.on('unhandledRejection', () => {
   /* a peer's background rejection after its connection was closed */
 });
