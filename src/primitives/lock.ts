@@ -70,9 +70,10 @@ export function adoptParams(ownerId: unknown, options: unknown, what = 'ownerId'
 }
 
 /*
- * A release reserves the freed lock for the longest-waiting waiter of another client for 50 ms (RESERVE_MS in
- * lua/lock/release-3.lua): the time it has to wake and ask. Past it (the waiter died, or is slow), any waiter may
- * take the lock.
+ * A release reserves the freed lock for the longest-waiting waiter of another client for 50 ms (the `px 50` in
+ * lua/lock/release-n.lua): the time it has to wake and ask. Only that waiter is woken; the waiters of other processes
+ * are woken once the reservation has lapsed (RESERVED_WAKE_MS in internal/notifier.ts). Past it (the waiter died, or
+ * is slow), any waiter may take the lock.
  */
 
 /** `lock/acquire`'s mode digit: wait mode ('0' single attempt, '1' first attempt of a waiter, '2' later attempt) + 3 when the owner may hold the lock already. */
