@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { after, before, it } from 'node:test';
-import { LockNotHeldError, QuorumNotReachedError, Redlock, type RedlockOptions } from '../../src/index.js';
+import { it } from 'node:test';
+import { LockNotHeldError, QuorumNotReachedError } from '../../src/index.js';
 import { rawCommand, type RedisServer } from '../support/redis-server.js';
 import { spawnWorker, waitForLine } from '../support/process.js';
+import { redlockNodes } from '../support/redlock.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 const N = 5;
@@ -21,22 +22,7 @@ async function valueOn(server: RedisServer, key: string): Promise<string | null>
 }
 
 describeEachAdapter(`Redlock.adopt over ${N} masters`, (ctx) => {
-  const clients: unknown[] = [];
-  const redlocks: Redlock[] = [];
-
-  before(async () => {
-    for (const s of ctx.servers) clients.push(await ctx.adapter.connect(s.url));
-  });
-  after(async () => {
-    await Promise.all(redlocks.map((r) => r.close()));
-    await Promise.all(clients.map((c) => ctx.adapter.disconnect(c)));
-  });
-
-  function make(options: Omit<RedlockOptions, 'redis'> = {}): Redlock {
-    const redlock = new Redlock({ redis: clients, prefix: `rla${Math.random().toString(36).slice(2, 8)}:`, retryDelay: 20, retryJitter: 20, ...options });
-    redlocks.push(redlock);
-    return redlock;
-  }
+  const { make } = redlockNodes(ctx, 'rla');
 
   void it('across processes: same token, no second hold; the watchdog is taken over on every node after the holder dies', async () => {
     const prefix = `rlx${ctx.adapter.name}:`;

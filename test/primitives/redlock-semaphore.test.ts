@@ -6,8 +6,9 @@
  * majorities for two permits.
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
-import { AcquireTimeoutError, LockLostError, QuorumNotReachedError, RedisConnectionError, Redlock, type RedisTransport, type RedlockOptions } from '../../src/index.js';
+import { it } from 'node:test';
+import { AcquireTimeoutError, LockLostError, QuorumNotReachedError, RedisConnectionError, Redlock, type RedisTransport } from '../../src/index.js';
+import { redlockNodes } from '../support/redlock.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 const N = 5;
@@ -15,22 +16,7 @@ const N = 5;
 describeEachAdapter(
   `Redlock semaphore over ${N} masters`,
   (ctx) => {
-    const clients: unknown[] = [];
-    const redlocks: Redlock[] = [];
-
-    before(async () => {
-      for (const s of ctx.servers) clients.push(await ctx.adapter.connect(s.url));
-    });
-    after(async () => {
-      await Promise.all(redlocks.map((r) => r.close()));
-      await Promise.all(clients.map((c) => ctx.adapter.disconnect(c)));
-    });
-
-    function make(options: Omit<RedlockOptions, 'redis'> = {}): Redlock {
-      const redlock = new Redlock({ redis: clients, prefix: `rs${Math.random().toString(36).slice(2, 8)}:`, retryDelay: 20, retryJitter: 20, ...options });
-      redlocks.push(redlock);
-      return redlock;
-    }
+    const { clients, make } = redlockNodes(ctx, 'rs');
 
     void it('takes permits by majority, one or several; refuses past the limit; releases on every node', async () => {
       const redlock = make({ nodeTimeout: 2000 });
@@ -105,11 +91,7 @@ describeEachAdapter(
         createSubscriber: () => Promise.reject(new RedisConnectionError('node down')),
       };
       const prefix = `rsp${Math.random().toString(36).slice(2, 8)}:`;
-      const over = (reach: number[]): Redlock => {
-        const redlock = new Redlock({ redis: clients.map((c, i) => (reach.includes(i) ? c : down)), prefix, retryDelay: 20, retryJitter: 20, nodeTimeout: 2000 });
-        redlocks.push(redlock);
-        return redlock;
-      };
+      const over = (reach: number[]): Redlock => make({ redis: clients.map((c, i) => (reach.includes(i) ? c : down)), prefix, nodeTimeout: 2000 });
       const a = await over([0, 1, 2]).semaphore('pigeon', { permits: 2 }).acquire(1, { lease: 30_000, timeout: 10_000 });
       const b = await over([0, 3, 4]).semaphore('pigeon', { permits: 2 }).acquire(1, { lease: 30_000, timeout: 10_000 });
       const all = make({ prefix }).semaphore('pigeon', { permits: 2 });

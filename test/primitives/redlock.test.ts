@@ -4,9 +4,10 @@
  * within the retry budget, never a false success).
  */
 import assert from 'node:assert/strict';
-import { after, before, it } from 'node:test';
-import { QuorumNotReachedError, Redlock, LockLostError, AcquireTimeoutError, type RedlockOptions } from '../../src/index.js';
+import { it } from 'node:test';
+import { QuorumNotReachedError, Redlock, LockLostError, AcquireTimeoutError } from '../../src/index.js';
 import { type RedisServer, rawCommand } from '../support/redis-server.js';
+import { redlockNodes } from '../support/redlock.js';
 import { describeEachAdapter } from '../support/suite.js';
 
 const N = 5;
@@ -17,22 +18,7 @@ async function keyCount(server: RedisServer, prefix: string): Promise<number> {
 }
 
 describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
-  const clients: unknown[] = [];
-  const redlocks: Redlock[] = [];
-
-  before(async () => {
-    for (const s of ctx.servers) clients.push(await ctx.adapter.connect(s.url));
-  });
-  after(async () => {
-    await Promise.all(redlocks.map((r) => r.close()));
-    await Promise.all(clients.map((c) => ctx.adapter.disconnect(c)));
-  });
-
-  function make(options: Omit<RedlockOptions, 'redis'> = {}): Redlock {
-    const redlock = new Redlock({ redis: clients, prefix: `rl${Math.random().toString(36).slice(2, 8)}:`, retryDelay: 20, retryJitter: 20, ...options });
-    redlocks.push(redlock);
-    return redlock;
-  }
+  const { clients, make } = redlockNodes(ctx, 'rl');
 
   void it('acquires by majority, refuses a second owner, releases on every node', async () => {
     const redlock = make({ nodeTimeout: 2000 }); // every node must answer here, however busy the machine
@@ -204,8 +190,7 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     const { Holdfast } = await import('../../src/index.js');
     const hf = new Holdfast({ redis: clients[0] });
     const redlock = make({ prefix: 'rlh:' });
-    const mixed = new Redlock({ redis: [hf, ...clients.slice(1)], prefix: 'rlh:' });
-    redlocks.push(mixed);
+    const mixed = make({ redis: [hf, ...clients.slice(1)], prefix: 'rlh:' });
     const held = await mixed.lock('x').acquire({ lease: 2000 });
     assert.equal(held.nodes.filter((n) => n.status === 'acquired').length, N);
     assert.equal(await redlock.lock('x').tryAcquire(), null);
