@@ -82,6 +82,28 @@ export function releaseRequests(
   };
 }
 
+/**
+ * A release request whose marker is made only when it is needed. The last hold of an owner here goes without one: it
+ * frees the lock, and a retry of a full release needs no marker (it finds the lock gone). Should holds remain after
+ * all (the owner id also holds it elsewhere), the script changes nothing and answers -2, and the request is sent
+ * again, from then on with a marker. `holdsHere`: the owner's acquisitions here not yet released (see
+ * {@link HoldOps.releaseRequest}); `newMarker()` names a fresh marker key; `send(marker, retry)` runs the script once.
+ */
+export function markerOnDemand(
+  holdsHere: number,
+  newMarker: () => string,
+  send: (marker: string | undefined, retry: boolean) => Promise<number>,
+): (retry: boolean) => Promise<number> {
+  let marker = holdsHere > 1 ? newMarker() : undefined;
+  const run = (retry: boolean): Promise<number> =>
+    send(marker, retry).then((left) => {
+      if (left !== -2 || marker !== undefined) return left;
+      marker = newMarker();
+      return run(retry);
+    });
+  return run;
+}
+
 /** Tries a request gets before its release is given up to the background. */
 const RELEASE_TRIES = 3;
 /** Longest pause between two background tries of a release given up. */

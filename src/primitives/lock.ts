@@ -10,7 +10,7 @@ import type { AcquireContext } from '../diagnostics.js';
 import { acquireParams } from '../internal/acquire.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { now } from '../internal/clock.js';
-import { HoldTable, LeasedHeld, type HoldOps } from '../internal/hold.js';
+import { HoldTable, LeasedHeld, markerOnDemand, type HoldOps } from '../internal/hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { withHeld } from '../internal/scope.js';
@@ -380,17 +380,16 @@ class LockOps implements HoldOps {
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
     const core = this.core;
     const { key, channel, waiters } = this.names();
-    let keys = holdsHere > 1 ? [key, waiters, core.keys.releaseMarker(this.name, core.requestId())] : [key, waiters];
-    const send = (retry: boolean): Promise<number> => {
-      const mode = retry ? '2' : '0';
-      const args = keys.length === 3 ? [owner, channel, mode, core.settings.releaseMarkerTtl] : [owner, channel, mode];
-      return (core.run(scripts['lock/release'], keys, args) as Promise<number>).then((left) => {
-        if (left !== -2 || keys.length === 3) return left;
-        keys = [key, waiters, core.keys.releaseMarker(this.name, core.requestId())];
-        return send(retry);
-      });
-    };
-    return send;
+    return markerOnDemand(
+      holdsHere,
+      () => core.keys.releaseMarker(this.name, core.requestId()),
+      (marker, retry) =>
+        core.run(
+          scripts['lock/release'],
+          marker === undefined ? [key, waiters] : [key, waiters, marker],
+          marker === undefined ? [owner, channel, retry ? '2' : '0'] : [owner, channel, retry ? '2' : '0', core.settings.releaseMarkerTtl],
+        ) as Promise<number>,
+    );
   }
 
   /** Hold count and token of `owner` (for `adopt`); `null` when it holds nothing (a reservation for it is no hold). */

@@ -22,7 +22,7 @@ import { AcquireTimeoutError, LockNotHeldError, UpgradeRefusedError } from '../e
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
-import { HoldTable, LeasedHeld, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { HoldTable, LeasedHeld, markerOnDemand, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
@@ -116,7 +116,7 @@ export class HeldWriteLock extends LeasedHeld {
   async downgrade(options?: Omit<AcquireOptions, 'owner'>): Promise<HeldReadLock> {
     const opts = checkOptions<AcquireOptions>(options);
     if ('owner' in opts) throw new TypeError('options.owner is not accepted by downgrade(): the write lock owner is used');
-    const rw = writeLocks.get(this.hold.table) as ReadWriteLock;
+    const rw = (this.hold.table.ops as WriteOps).rw;
     // The owner holds the write lock, so the read lock is granted at once unless the write lock was lost.
     const read = await rw.readLock().tryAcquire({ ...opts, owner: this.owner });
     if (!read) throw new LockNotHeldError(this.name, `write lock "${this.name}" was no longer held when downgrading`);
@@ -143,8 +143,62 @@ export interface WriteLockScope {
   lock: HeldWriteLock;
 }
 
-/** The write lock's hold table → its read-write lock (for `downgrade`). */
-const writeLocks = new WeakMap<HoldTable, ReadWriteLock>();
+/**
+ * The write lock's scripts, as the hold engine calls them: one small object per handle, its key names built on first
+ * use. The release of an owner's last hold here goes without a release marker (see `markerOnDemand`).
+ */
+class WriteOps implements HoldOps {
+  #acquireKeys: string[] | undefined;
+  #releaseKeys: [string, string, string] | undefined;
+
+  constructor(
+    /** The read-write lock (for `downgrade`). */
+    readonly rw: ReadWriteLock,
+    readonly kind: string,
+    readonly inspectOwner: (owner: string) => Promise<{ holdCount: number; token: number } | null>,
+  ) {}
+
+  get name(): string {
+    return this.rw.name;
+  }
+
+  /** The acquire script's keys: writer, readers, readers' counts, intents, fencing counter. */
+  acquireKeys(): string[] {
+    if (this.#acquireKeys) return this.#acquireKeys;
+    const { core, name } = this.rw;
+    const k = core.keys;
+    return (this.#acquireKeys = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.fence(name)]);
+  }
+
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.rw.core.run(scripts['owned/renew'], [this.rw.contextKey], [owner, leaseMs])) === 1;
+  }
+
+  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
+    const core = this.rw.core;
+    return markerOnDemand(
+      holdsHere,
+      () => core.keys.releaseMarker(this.name, core.requestId()),
+      (marker, retry) => this.#release(owner, retry ? '2' : '0', marker),
+    );
+  }
+
+  releaseAll(owner: string): Promise<unknown> {
+    return this.#release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
+  }
+
+  /** One run of the release script; `mode`: all + 2 × retry. */
+  #release(owner: string, mode: string, marker: string | undefined): Promise<number> {
+    const { core, name } = this.rw;
+    const k = core.keys;
+    const keys = (this.#releaseKeys ??= [k.rwWriter(name), k.rwObserved(name), k.rwReaders(name)]);
+    return core.run(
+      scripts['rw/write-release'],
+      marker === undefined ? keys : [...keys, marker],
+      marker === undefined ? [owner, k.rwChannel(name), mode, k.rwEvents(name)] : [owner, k.rwChannel(name), mode, k.rwEvents(name), core.settings.releaseMarkerTtl],
+    ) as Promise<number>;
+  }
+}
 
 /** What the read and the write side share: acquisition, re-entry through the async context, `withLock`. */
 abstract class Side<H extends LeasedHeld> {
@@ -382,28 +436,12 @@ export class ReadLock extends Side<HeldReadLock> {
 
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
 export class WriteLock extends Side<HeldWriteLock> {
-  #acquireKeys: string[] | undefined;
   /** @internal */
   constructor(rw: ReadWriteLock) {
     super(rw, 'write lock');
-    writeLocks.set(this.table, rw);
   }
   protected ops(kind: string): HoldOps {
-    const { core, name } = this.rw;
-    const k = core.keys;
-    return {
-      name,
-      kind,
-      renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [k.rwWriter(name)], [owner, leaseMs])) === 1,
-      inspectOwner: (owner) => this.heldBy(owner),
-      ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(
-          scripts['rw/write-release'],
-          [k.rwWriter(name), k.releaseMarker(name, requestId), k.rwObserved(name), k.rwReaders(name)],
-          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
-        ),
-      ),
-    };
+    return new WriteOps(this.rw, kind, (owner) => this.heldBy(owner));
   }
   protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
     const info = await this.rw.inspect();
@@ -421,11 +459,10 @@ export class WriteLock extends Side<HeldWriteLock> {
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
-    const k = this.core.keys;
     const intent = this.rw.writerIntent;
     const reply = (await this.core.run(
       scripts['rw/write-acquire'],
-      (this.#acquireKeys ??= [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)]),
+      (this.table.ops as WriteOps).acquireKeys(),
       [owner, leaseMs, waiting ? intent : 0],
       budgetMs,
     )) as number[];
@@ -465,8 +502,9 @@ export class WriteLock extends Side<HeldWriteLock> {
 export class ReadWriteLock {
   /** @internal */
   readonly writerIntent: number;
-  readonly #read: ReadLock;
-  readonly #write: WriteLock;
+  #read: ReadLock | undefined;
+  #write: WriteLock | undefined;
+  #contextKey: string | undefined;
 
   /** @internal */
   constructor(
@@ -479,23 +517,21 @@ export class ReadWriteLock {
     const opts = checkOptions<ReadWriteLockOptions>(options);
     checkKnownKeys(opts, RW_OPTION_KEYS);
     this.writerIntent = optDuration(opts.writerIntent, 'options.writerIntent', 30) ?? 5000;
-    this.#read = new ReadLock(this);
-    this.#write = new WriteLock(this);
   }
 
   /** @internal The async-context key shared by both sides (so a read inside a write is a downgrade). */
   get contextKey(): string {
-    return this.core.keys.rwWriter(this.name);
+    return (this.#contextKey ??= this.core.keys.rwWriter(this.name));
   }
 
   /** The read side: shared with other readers, excluded by a writer. */
   readLock(): ReadLock {
-    return this.#read;
+    return (this.#read ??= new ReadLock(this));
   }
 
   /** The write side: exclusive. */
   writeLock(): WriteLock {
-    return this.#write;
+    return (this.#write ??= new WriteLock(this));
   }
 
   /**
@@ -526,7 +562,7 @@ export class ReadWriteLock {
         const info = await this.inspect();
         if (info.writer !== null) return info.remainingTtl ?? -1;
         if (info.readers === 0) return null;
-        return (await this.#read.remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
+        return (await this.readLock().remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
       },
       timeout,
       signal,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, UpgradeRefusedError, type Holdfast } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -65,6 +66,31 @@ describeEachAdapter('ReadWriteLock', (ctx) => {
       assert.equal((await rw.inspect()).readers, 1);
     });
     assert.equal((await rw.inspect()).readers, 0);
+  });
+
+  void it('write lock: an explicit owner id held from two clients gives up one hold per release, the last frees it', async () => {
+    const b = await ctx.open({ prefix: ctx.holdfast.settings.prefix });
+    const probe = new Redis(ctx.server.url);
+    try {
+      const here = await ctx.holdfast.readWriteLock('rw-handover').writeLock().acquire({ owner: 'job-9' });
+      const there = await b.holdfast.readWriteLock('rw-handover').writeLock().acquire({ owner: 'job-9', timeout: 0 });
+      assert.equal(there.holdCount, 2);
+      assert.equal(there.token, here.token);
+      // the last hold in this client but not the owner's last: sent without a marker, told holds remain (-2), sent again with one
+      await here.release();
+      let info = await ctx.holdfast.readWriteLock('rw-handover').inspect();
+      assert.equal(info.writer, 'job-9');
+      assert.equal(info.writeHoldCount, 1, 'one hold released, not the lock');
+      assert.equal(there.lost, false);
+      await there.release();
+      info = await ctx.holdfast.readWriteLock('rw-handover').inspect();
+      assert.equal(info.writer, null);
+      const keys = await probe.keys(`${ctx.holdfast.settings.prefix}{rw-handover}:rel:*`);
+      assert.equal(keys.length, 1, 'one release marker: written only by the release that left a hold');
+    } finally {
+      probe.disconnect();
+      await b.dispose();
+    }
   });
 
   void it('downgrades write → read for the same owner, and then lets other readers in', async () => {
