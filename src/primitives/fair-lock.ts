@@ -33,7 +33,7 @@ import { mayHaveRun } from '../script.js';
 import { acquireParams } from '../internal/acquire.js';
 import { publishHandoff, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
-import { HoldTable, type Hold } from '../internal/hold.js';
+import { HoldTable, markerOnDemand, type Hold, type HoldOps } from '../internal/hold.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { adoptParams, HeldLock, lockScope, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
 
@@ -65,6 +65,9 @@ export interface FairLockInfo extends LockInfo {
   waiters: string[];
 }
 
+/** The default `waiterTimeout`, in ms. */
+const DEFAULT_WAITER_TIMEOUT = 5000;
+
 /** Timing derived from `waiterTimeout`. */
 interface FairTiming {
   /** How long a heartbeat keeps a client alive (Redis ms). */
@@ -75,15 +78,56 @@ interface FairTiming {
   grantFloorMs: number;
   /** TTL of the queue keys, refreshed by every heartbeat: abandoned queues vanish. */
   stateTtlMs: number;
+  /** The three above as the acquire script takes them: `<aliveMs>:<grantFloorMs>:<stateTtlMs>`. */
+  forScript: string;
 }
 
 function timingOf(waiterTimeout: number): FairTiming {
-  return {
-    aliveMs: Math.ceil(waiterTimeout * 0.6),
-    beatMs: Math.max(10, Math.floor(waiterTimeout / 5)),
-    grantFloorMs: Math.max(10, Math.floor(waiterTimeout / 5)),
-    stateTtlMs: waiterTimeout * 2,
-  };
+  const aliveMs = Math.ceil(waiterTimeout * 0.6);
+  const grantFloorMs = Math.max(10, Math.floor(waiterTimeout / 5));
+  const stateTtlMs = waiterTimeout * 2;
+  return { aliveMs, beatMs: Math.max(10, Math.floor(waiterTimeout / 5)), grantFloorMs, stateTtlMs, forScript: `${aliveMs}:${grantFloorMs}:${stateTtlMs}` };
+}
+
+/** The timing of the default `waiterTimeout`, made once. */
+const DEFAULT_TIMING = timingOf(DEFAULT_WAITER_TIMEOUT);
+
+/**
+ * The fair lock's scripts, as the hold engine calls them: one small object per handle. The release of an owner's last
+ * hold here goes without a release marker (see `markerOnDemand`).
+ */
+class FairOps implements HoldOps {
+  readonly kind = 'fair lock';
+
+  constructor(readonly lock: FairLock) {}
+
+  get name(): string {
+    return this.lock.name;
+  }
+
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    const core = this.lock.core;
+    return (await core.run(scripts['owned/renew'], [this.lock.keys()[0] as string], [owner, leaseMs])) === 1;
+  }
+
+  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
+    const { core, name } = this.lock;
+    return markerOnDemand(
+      holdsHere,
+      () => core.keys.releaseMarker(name, core.requestId()),
+      (marker, retry) => this.lock.release(owner, retry ? '2' : '0', marker),
+    );
+  }
+
+  releaseAll(owner: string): Promise<unknown> {
+    return this.lock.release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
+  }
+
+  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const info = await this.lock.inspect();
+    // a hand-off not yet claimed (hold count 0) is the grantee's to claim, not a hold to adopt
+    return info.owner === owner && info.holdCount > 0 ? { holdCount: info.holdCount, token: info.token } : null;
+  }
 }
 
 /**
@@ -169,28 +213,9 @@ export class FairLock {
   ) {
     const opts = checkOptions<FairLockOptions>(options);
     checkKnownKeys(opts, FAIR_OPTION_KEYS);
-    this.waiterTimeout = checkDuration(opts.waiterTimeout ?? 5000, 'options.waiterTimeout', 100);
-    this.timing = timingOf(this.waiterTimeout);
-    this.#table = new HoldTable(
-      {
-        name,
-        kind: 'fair lock',
-        renew: async (owner, leaseMs) => (await core.run(scripts['owned/renew'], [core.keys.fairLock(name)], [owner, leaseMs])) === 1,
-        releaseRequest: (owner) => {
-          const keys = this.#releaseKeys();
-          const events = core.keys.fairEvents(name);
-          return async (retry) =>
-            (await core.run(scripts['fair-lock/release'], keys, [owner, core.settings.releaseMarkerTtl, '0', this.timing.grantFloorMs, retry ? '1' : '0', events])) as number;
-        },
-        releaseAll: (owner) => this.#releaseAll(owner),
-        inspectOwner: async (owner) => {
-          const info = await this.inspect();
-          // a hand-off not yet claimed (hold count 0) is the grantee's to claim, not a hold to adopt
-          return info.owner === owner && info.holdCount > 0 ? { holdCount: info.holdCount, token: info.token } : null;
-        },
-      },
-      core,
-    );
+    this.waiterTimeout = checkDuration(opts.waiterTimeout ?? DEFAULT_WAITER_TIMEOUT, 'options.waiterTimeout', 100);
+    this.timing = this.waiterTimeout === DEFAULT_WAITER_TIMEOUT ? DEFAULT_TIMING : timingOf(this.waiterTimeout);
+    this.#table = new HoldTable(new FairOps(this), core);
   }
 
   /**
@@ -217,6 +242,12 @@ export class FairLock {
   }
   #keyNames: string[] | undefined;
 
+  /** This client's channel for this lock's hand-offs. */
+  #channel(): string {
+    return (this.#channelName ??= this.core.keys.fairChannel(this.name, this.core.clientId));
+  }
+  #channelName: string | undefined;
+
 
   /**
    * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never
@@ -239,7 +270,7 @@ export class FairLock {
 
   /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
   withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    return withHeld(this.core, this.core.keys.fairLock(this.name), fn, () => this.acquire(options), lockScope);
+    return withHeld(this.core, this.keys()[0] as string, fn, () => this.acquire(options), lockScope);
   }
 
   /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */
@@ -301,10 +332,10 @@ export class FairLock {
   /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
   async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
     const core = this.core;
-    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, core.keys.fairLock(this.name));
+    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.keys()[0] as string);
     if (ready) await ready;
     const keys = this.keys();
-    const channel = core.keys.fairChannel(this.name, core.clientId);
+    const channel = this.#channel();
     const t = this.timing;
     const enqueue = timeout === 0 ? '0' : '1';
     let heartbeat: Heartbeat | undefined;
@@ -329,7 +360,7 @@ export class FairLock {
           const sentAt = now();
           let reply: number[];
           try {
-            reply = (await core.run(scripts['fair-lock/acquire'], keys, [owner, leaseMs, channel, enqueue, t.aliveMs, t.grantFloorMs, t.stateTtlMs], budget)) as number[];
+            reply = (await core.run(scripts['fair-lock/acquire'], keys, [owner, leaseMs, core.clientId, enqueue, t.forScript], budget)) as number[];
           } catch (error) {
             // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
             if (fresh && mayHaveRun(error)) this.#abandon(owner);
@@ -401,7 +432,6 @@ export class FairLock {
   async #claim(hold: Hold, leaseMs: number): Promise<void> {
     const core = this.core;
     const t = this.timing;
-    const channel = core.keys.fairChannel(this.name, core.clientId);
     let sentAt = now();
     let reply: number[];
     try {
@@ -409,7 +439,7 @@ export class FairLock {
       reply = await retryOnConnectionError(
         async () => {
           sentAt = now();
-          return (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, channel, '2', t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as number[];
+          return (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript])) as number[];
         },
         (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
       );
@@ -454,14 +484,25 @@ export class FairLock {
     });
   }
 
-  #releaseKeys(): string[] {
-    const [lock, fence, queue, waiters, clients] = this.keys() as [string, string, string, string, string];
-    const k = this.core.keys;
-    return [lock, k.releaseMarker(this.name, this.core.requestId()), fence, queue, waiters, clients, k.fairObserved(this.name)];
+  /** @internal The release script's keys without a marker: the five of {@link FairLock.keys}, then the events marker. */
+  releaseKeys(): string[] {
+    return (this.#releaseKeyNames ??= [...this.keys(), this.core.keys.fairObserved(this.name)]);
+  }
+  #releaseKeyNames: string[] | undefined;
+
+  /** @internal One run of the release script; `mode`: all + 2 × retry. */
+  release(owner: string, mode: string, marker: string | undefined): Promise<number> {
+    const core = this.core;
+    const events = core.keys.fairEvents(this.name);
+    const grantFloor = this.timing.grantFloorMs;
+    return core.run(
+      scripts['fair-lock/release'],
+      marker === undefined ? this.releaseKeys() : [...this.releaseKeys(), marker],
+      marker === undefined ? [owner, mode, grantFloor, events] : [owner, mode, grantFloor, events, core.settings.releaseMarkerTtl],
+    ) as Promise<number>;
   }
 
   #releaseAll(owner: string): Promise<unknown> {
-    const events = this.core.keys.fairEvents(this.name);
-    return this.core.run(scripts['fair-lock/release'], this.#releaseKeys(), [owner, this.core.settings.releaseMarkerTtl, '1', this.timing.grantFloorMs, '0', events]);
+    return this.release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
   }
 }

@@ -7,12 +7,11 @@
   KEYS[5] clients: client channel → alive-until (Redis ms)
   ARGV[1] owner id
   ARGV[2] lease in ms
-  ARGV[3] this client's channel
+  ARGV[3] this client's id: its channel for this lock is KEYS[1] .. ':ch:' .. id (see fairChannel in src/keys.ts)
   ARGV[4] '1' to join the queue when the lock is not ours, '0' for a single attempt, '2' to claim a grant only: the
           hold count goes from 0 to 1 (never further, so a retried claim is harmless), nothing else is tried
-  ARGV[5] alive time in ms: how long this client counts as alive without a heartbeat
-  ARGV[6] least TTL of a grant in ms
-  ARGV[7] TTL in ms of the queue keys (refreshed by every waiter's heartbeat)
+  ARGV[5] the timing, "<alive>:<grant floor>:<state TTL>" (ms): how long this client counts as alive without a
+          heartbeat, the least TTL of a grant, the TTL of the queue keys (refreshed by every waiter's heartbeat)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {1, token, holdCount} when acquired, re-entered or claimed; otherwise {0, pttl, queued (1/0), lastToken}
   (lastToken: the fencing counter now, see the end), pttl being
@@ -31,7 +30,8 @@ end
 --- @include "fair-advance"
 local owner = ARGV[1]
 local lease = tonumber(ARGV[2])
-local ch = ARGV[3]
+local ch = KEYS[1] .. ':ch:' .. ARGV[3]
+local alive, grant_floor, state_ttl = string.match(ARGV[5], '^(%d+):(%d+):(%d+)$')
 
 local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
 local current = v[1]
@@ -48,7 +48,7 @@ if ARGV[4] == '2' then
   return {1, tonumber(v[3]), count}
 end
 if not current then
-  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[6]))
+  current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(grant_floor))
   if not current then
     local token = redis.call('incr', KEYS[2])
     redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
@@ -78,8 +78,8 @@ if ARGV[4] == '1' then
   if redis.call('hsetnx', KEYS[4], owner, ch) == 1 then
     redis.call('rpush', KEYS[3], owner)
   end
-  redis.call('hset', KEYS[5], ch, redis_now() + tonumber(ARGV[5]))
-  local ttl = tonumber(ARGV[7])
+  redis.call('hset', KEYS[5], ch, redis_now() + tonumber(alive))
+  local ttl = tonumber(state_ttl)
   redis.call('pexpire', KEYS[3], ttl)
   redis.call('pexpire', KEYS[4], ttl)
   redis.call('pexpire', KEYS[5], ttl)
