@@ -379,7 +379,7 @@ class LockOps implements HoldOps {
    */
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
     const core = this.core;
-    const { key, channel, waiters } = this.names();
+    const { key, waiters } = this.names();
     return markerOnDemand(
       holdsHere,
       () => core.keys.releaseMarker(this.name, core.requestId()),
@@ -387,7 +387,7 @@ class LockOps implements HoldOps {
         core.run(
           scripts['lock/release'],
           marker === undefined ? [key, waiters] : [key, waiters, marker],
-          marker === undefined ? [owner, channel, retry ? '2' : '0'] : [owner, channel, retry ? '2' : '0', core.settings.releaseMarkerTtl],
+          marker === undefined ? [owner, retry ? '2' : '0'] : [owner, retry ? '2' : '0', core.settings.releaseMarkerTtl],
         ) as Promise<number>,
     );
   }
@@ -401,9 +401,9 @@ class LockOps implements HoldOps {
 
   releaseAll(owner: string): Promise<unknown> {
     const core = this.core;
-    const { key, channel, waiters } = this.names();
+    const { key, waiters } = this.names();
     // every hold at once: nothing remains, so no marker
-    return core.run(scripts['lock/release'], [key, waiters], [owner, channel, '1']);
+    return core.run(scripts['lock/release'], [key, waiters], [owner, '1']);
   }
 
 }

@@ -518,7 +518,7 @@ export class RedlockLock {
           node,
           scripts['lock/release'],
           [keys.lock(this.name), keys.lockWaiters(this.name)],
-          [owner, keys.channel(this.name), '1'],
+          [owner, '1'],
           settings.nodeTimeout,
         ),
       ),

@@ -155,10 +155,10 @@ describe('Lock waiter list: a missed reservation keeps the waiter its place', ()
     const io = new Redis(server.url);
     try {
       const keys = new Keys('late:');
-      const [key, fence, waiters, channel] = [keys.lock('x'), keys.fence('x'), keys.lockWaiters('x'), keys.channel('x')];
+      const [key, fence, waiters] = [keys.lock('x'), keys.fence('x'), keys.lockWaiters('x')];
       const acquire = (owner: string, mode: string, since?: string) =>
         io.eval(scripts['lock/acquire'].source, 3, key, fence, waiters, owner, 30_000, mode, ...(since === undefined ? [] : [since]));
-      const release = (owner: string) => io.eval(scripts['lock/release'].source, 2, key, waiters, owner, channel, '0', 'publish');
+      const release = (owner: string) => io.eval(scripts['lock/release'].source, 2, key, waiters, owner, '0', 'publish');
       assert.equal(typeof (await acquire('A', '0')), 'number');
       const first = (await acquire('W1', '1')) as [number, number, string];
       assert.equal(first[0], 0);

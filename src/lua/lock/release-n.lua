@@ -8,11 +8,10 @@
           the client expects to free the lock (its last hold here) is sent without one; if holds would remain after
           all (the owner id also holds it elsewhere), nothing is changed and -2 asks for the marker
   ARGV[1] owner id
-  ARGV[2] channel to publish a release on
-  ARGV[3] the mode, a digit: all + 2 × retry, where all is 1 to release every hold of this owner at once (0: one),
+  ARGV[2] the mode, a digit: all + 2 × retry, where all is 1 to release every hold of this owner at once (0: one),
           and retry is 1 when this is a retry of a request whose reply was lost (informational: a marker is checked
           on every run, since a client that resends after a reconnect can deliver the same request twice)
-  ARGV[4] with a marker: the marker TTL in ms
+  ARGV[3] with a marker: the marker TTL in ms
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   A reservation lasts 50 ms: past it, any waiter may take the lock.
   Returns the holds left (0 = released, and one waiter per process told: the longest-waiting one where it waits),
@@ -22,7 +21,12 @@
 ]]
 --- @include "notify"
 --- @include "lock-value"
-local mode = tonumber(ARGV[3])
+-- The lock's channel, "<base>:ch", from its key "<base>:lock" (the key layout of src/keys.ts): not sent, to keep the
+-- request short
+local function channel_of(key)
+  return string.sub(key, 1, -5) .. 'ch'
+end
+local mode = tonumber(ARGV[2])
 local marker = KEYS[3]
 -- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
 if marker then
@@ -46,10 +50,10 @@ if left <= 0 then
   if next then
     redis.call('zrem', KEYS[2], next)
     redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', 50)
-    notify(ARGV[2], '1:' .. next)
+    notify(channel_of(KEYS[1]), '1:' .. next)
   else
     redis.call('del', KEYS[1])
-    notify(ARGV[2], '1')
+    notify(channel_of(KEYS[1]), '1')
   end
   return 0
 end
@@ -57,5 +61,5 @@ if not marker then
   return -2
 end
 redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
-redis.call('set', marker, left, 'px', ARGV[4])
+redis.call('set', marker, left, 'px', ARGV[3])
 return left
