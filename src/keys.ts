@@ -39,6 +39,11 @@
  * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
  * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
  *
+ * Some scripts build a channel from a key they were given instead of receiving it, to keep every request short: the
+ * lock's release builds `:ch` from `:lock`, the read-write lock's releases build `rw:ch` and `rw:ev` from `rw:w`, the
+ * fair lock builds `fair:ev` and `fair:ch:<client>` from `fair`. Change one of those names and the scripts change with
+ * it (test/internal/names.test.ts checks that they agree).
+ *
  * Fencing counters are shared, one per Redis Cluster slot: the counter of a name is `<prefix>{<t>}:fence`, where `t`
  * is a short tag chosen (from a table computed once) so that the counter key lands in the name's own slot. So a
  * prefix never holds more than 16,384 counters however many names it locks, a name's counter moves with its slot

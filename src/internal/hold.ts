@@ -66,23 +66,6 @@ export interface HoldHost {
 }
 
 /**
- * `releaseRequest` and `releaseAll` for a primitive whose release script takes a request id and the two flags "every
- * hold" and "retry": `release(owner, requestId, all, retry)` runs it once.
- */
-export function releaseRequests(
-  core: { requestId(): string },
-  release: (owner: string, requestId: string, all: boolean, retry: boolean) => Promise<unknown>,
-): Pick<HoldOps, 'releaseRequest' | 'releaseAll'> {
-  return {
-    releaseRequest: (owner) => {
-      const requestId = core.requestId();
-      return async (retry) => Number(await release(owner, requestId, false, retry));
-    },
-    releaseAll: (owner) => release(owner, core.requestId(), true, false),
-  };
-}
-
-/**
  * A release request whose marker is made only when it is needed. The last hold of an owner here goes without one: it
  * frees the lock, and a retry of a full release needs no marker (it finds the lock gone). Should holds remain after
  * all (the owner id also holds it elsewhere), the script changes nothing and answers -2, and the request is sent

@@ -493,12 +493,11 @@ export class FairLock {
   /** @internal One run of the release script; `mode`: all + 2 × retry. */
   release(owner: string, mode: string, marker: string | undefined): Promise<number> {
     const core = this.core;
-    const events = core.keys.fairEvents(this.name);
     const grantFloor = this.timing.grantFloorMs;
     return core.run(
       scripts['fair-lock/release'],
       marker === undefined ? this.releaseKeys() : [...this.releaseKeys(), marker],
-      marker === undefined ? [owner, mode, grantFloor, events] : [owner, mode, grantFloor, events, core.settings.releaseMarkerTtl],
+      marker === undefined ? [owner, mode, grantFloor] : [owner, mode, grantFloor, core.settings.releaseMarkerTtl],
     ) as Promise<number>;
   }
 

@@ -22,7 +22,7 @@ import { AcquireTimeoutError, LockNotHeldError, UpgradeRefusedError } from '../e
 import { acquireParams } from '../internal/acquire.js';
 import { now } from '../internal/clock.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
-import { HoldTable, LeasedHeld, markerOnDemand, releaseRequests, type Hold, type HoldOps } from '../internal/hold.js';
+import { HoldTable, LeasedHeld, markerOnDemand, type Hold, type HoldOps } from '../internal/hold.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
 import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
@@ -116,7 +116,7 @@ export class HeldWriteLock extends LeasedHeld {
   async downgrade(options?: Omit<AcquireOptions, 'owner'>): Promise<HeldReadLock> {
     const opts = checkOptions<AcquireOptions>(options);
     if ('owner' in opts) throw new TypeError('options.owner is not accepted by downgrade(): the write lock owner is used');
-    const rw = (this.hold.table.ops as WriteOps).rw;
+    const rw = (this.hold.table.ops as SideOps).rw;
     // The owner holds the write lock, so the read lock is granted at once unless the write lock was lost.
     const read = await rw.readLock().tryAcquire({ ...opts, owner: this.owner });
     if (!read) throw new LockNotHeldError(this.name, `write lock "${this.name}" was no longer held when downgrading`);
@@ -144,17 +144,17 @@ export interface WriteLockScope {
 }
 
 /**
- * The write lock's scripts, as the hold engine calls them: one small object per handle, its key names built on first
- * use. The release of an owner's last hold here goes without a release marker (see `markerOnDemand`).
+ * One side's scripts, as the hold engine calls them: one small object per handle, its key names built on first use.
+ * The release of an owner's last hold here goes without a release marker (see `markerOnDemand`); the scripts build
+ * the lock's channels from the writer key.
  */
-class WriteOps implements HoldOps {
-  #acquireKeys: string[] | undefined;
-  #releaseKeys: [string, string, string] | undefined;
+class SideOps implements HoldOps {
+  #keys: { renew: string[]; release: string[]; acquire: string[] } | undefined;
 
   constructor(
     /** The read-write lock (for `downgrade`). */
     readonly rw: ReadWriteLock,
-    readonly kind: string,
+    readonly kind: 'read lock' | 'write lock',
     readonly inspectOwner: (owner: string) => Promise<{ holdCount: number; token: number } | null>,
   ) {}
 
@@ -162,16 +162,21 @@ class WriteOps implements HoldOps {
     return this.rw.name;
   }
 
-  /** The acquire script's keys: writer, readers, readers' counts, intents, fencing counter. */
-  acquireKeys(): string[] {
-    if (this.#acquireKeys) return this.#acquireKeys;
+  /** Key names: of the renew, the release (without a marker) and the acquire script of this side. */
+  keys(): { renew: string[]; release: string[]; acquire: string[] } {
+    if (this.#keys) return this.#keys;
     const { core, name } = this.rw;
     const k = core.keys;
-    return (this.#acquireKeys = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.fence(name)]);
+    const [writer, readers, counts, intents] = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)];
+    return (this.#keys =
+      this.kind === 'read lock'
+        ? { renew: [readers, counts, intents], release: [readers, counts, intents, writer, k.rwObserved(name)], acquire: [writer, readers, counts, intents] }
+        : { renew: [writer], release: [writer, k.rwObserved(name), readers], acquire: [writer, readers, counts, intents, k.fence(name)] });
   }
 
   async renew(owner: string, leaseMs: number): Promise<boolean> {
-    return (await this.rw.core.run(scripts['owned/renew'], [this.rw.contextKey], [owner, leaseMs])) === 1;
+    const script = this.kind === 'read lock' ? scripts['rw/read-renew'] : scripts['owned/renew'];
+    return (await this.rw.core.run(script, this.keys().renew, [owner, leaseMs])) === 1;
   }
 
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
@@ -189,13 +194,12 @@ class WriteOps implements HoldOps {
 
   /** One run of the release script; `mode`: all + 2 × retry. */
   #release(owner: string, mode: string, marker: string | undefined): Promise<number> {
-    const { core, name } = this.rw;
-    const k = core.keys;
-    const keys = (this.#releaseKeys ??= [k.rwWriter(name), k.rwObserved(name), k.rwReaders(name)]);
+    const core = this.rw.core;
+    const keys = this.keys().release;
     return core.run(
-      scripts['rw/write-release'],
+      this.kind === 'read lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
       marker === undefined ? keys : [...keys, marker],
-      marker === undefined ? [owner, k.rwChannel(name), mode, k.rwEvents(name)] : [owner, k.rwChannel(name), mode, k.rwEvents(name), core.settings.releaseMarkerTtl],
+      marker === undefined ? [owner, mode] : [owner, mode, core.settings.releaseMarkerTtl],
     ) as Promise<number>;
   }
 }
@@ -208,9 +212,8 @@ abstract class Side<H extends LeasedHeld> {
   constructor(
     /** @internal */
     readonly rw: ReadWriteLock,
-    kind: string,
   ) {
-    this.table = new HoldTable(this.ops(kind), rw.core);
+    this.table = new HoldTable(this.ops(), rw.core);
   }
 
   /** The lock's name. */
@@ -223,7 +226,7 @@ abstract class Side<H extends LeasedHeld> {
   }
 
   /** This side's scripts. */
-  protected abstract ops(kind: string): HoldOps;
+  protected abstract ops(): HoldOps;
   /** One atomic acquire attempt. `waiting` = the caller will wait if busy. */
   protected abstract attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt>;
   /** Wraps a hold in the public held object. */
@@ -338,24 +341,10 @@ abstract class Side<H extends LeasedHeld> {
 export class ReadLock extends Side<HeldReadLock> {
   /** @internal */
   constructor(rw: ReadWriteLock) {
-    super(rw, 'read lock');
+    super(rw);
   }
-  protected ops(kind: string): HoldOps {
-    const { core, name } = this.rw;
-    const k = core.keys;
-    return {
-      name,
-      kind,
-      renew: async (owner, leaseMs) => (await core.run(scripts['rw/read-renew'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [owner, leaseMs])) === 1,
-      inspectOwner: (owner) => this.heldBy(owner),
-      ...releaseRequests(core, (owner, requestId, all, retry) =>
-        core.run(
-          scripts['rw/read-release'],
-          [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name), k.releaseMarker(name, requestId), k.rwWriter(name), k.rwObserved(name)],
-          [owner, k.rwChannel(name), core.settings.releaseMarkerTtl, all ? '1' : '0', retry ? '1' : '0', k.rwEvents(name)],
-        ),
-      ),
-    };
+  protected ops(): HoldOps {
+    return new SideOps(this.rw, 'read lock', (owner) => this.heldBy(owner));
   }
   /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
   async #readers(owner: string): Promise<unknown[]> {
@@ -413,10 +402,9 @@ export class ReadLock extends Side<HeldReadLock> {
   }
 
   protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
-    const k = this.core.keys;
     const reply = (await this.core.run(
       scripts['rw/read-acquire'],
-      [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)],
+      (this.table.ops as SideOps).keys().acquire,
       [owner, leaseMs],
       budgetMs,
     )) as number[];
@@ -438,10 +426,10 @@ export class ReadLock extends Side<HeldReadLock> {
 export class WriteLock extends Side<HeldWriteLock> {
   /** @internal */
   constructor(rw: ReadWriteLock) {
-    super(rw, 'write lock');
+    super(rw);
   }
-  protected ops(kind: string): HoldOps {
-    return new WriteOps(this.rw, kind, (owner) => this.heldBy(owner));
+  protected ops(): HoldOps {
+    return new SideOps(this.rw, 'write lock', (owner) => this.heldBy(owner));
   }
   protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
     const info = await this.rw.inspect();
@@ -462,7 +450,7 @@ export class WriteLock extends Side<HeldWriteLock> {
     const intent = this.rw.writerIntent;
     const reply = (await this.core.run(
       scripts['rw/write-acquire'],
-      (this.table.ops as WriteOps).acquireKeys(),
+      (this.table.ops as SideOps).keys().acquire,
       [owner, leaseMs, waiting ? intent : 0],
       budgetMs,
     )) as number[];

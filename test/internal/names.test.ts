@@ -156,3 +156,22 @@ describe('null is never "the default"', () => {
     }
   });
 });
+
+describe('Channels the scripts build from key names', () => {
+  // The scripts derive these channels from a key they are given (see the notes of src/keys.ts): the same strings
+  // here, for prefixes and names of several shapes, so that a change of the layout cannot split the two.
+  for (const [prefix, name] of [
+    ['holdfast:', 'orders:42'],
+    ['', 'x'],
+    ['app:{t}:', 'ünïcode name'],
+  ] as const) {
+    test(`prefix ${JSON.stringify(prefix)}, name ${JSON.stringify(name)}`, () => {
+      const k = new Keys(prefix);
+      assert.equal(k.lock(name).slice(0, -'lock'.length) + 'ch', k.channel(name), 'lock/release: :lock → :ch');
+      assert.equal(k.rwWriter(name).slice(0, -1) + 'ch', k.rwChannel(name), 'includes/rw-channels: rw:w → rw:ch');
+      assert.equal(k.rwWriter(name).slice(0, -1) + 'ev', k.rwEvents(name), 'includes/rw-channels: rw:w → rw:ev');
+      assert.equal(k.fairLock(name) + ':ev', k.fairEvents(name), 'fair-lock/release: fair → fair:ev');
+      assert.equal(k.fairLock(name) + ':ch:client-1', k.fairChannel(name, 'client-1'), 'fair-lock/acquire: fair → fair:ch:<client>');
+    });
+  }
+});

@@ -68,7 +68,7 @@ describeEachAdapter('ReadWriteLock', (ctx) => {
     assert.equal((await rw.inspect()).readers, 0);
   });
 
-  void it('write lock: an explicit owner id held from two clients gives up one hold per release, the last frees it', async () => {
+  void it('write and read lock: an explicit owner id held from two clients gives up one hold per release, the last frees it', async () => {
     const b = await ctx.open({ prefix: ctx.holdfast.settings.prefix });
     const probe = new Redis(ctx.server.url);
     try {
@@ -87,6 +87,15 @@ describeEachAdapter('ReadWriteLock', (ctx) => {
       assert.equal(info.writer, null);
       const keys = await probe.keys(`${ctx.holdfast.settings.prefix}{rw-handover}:rel:*`);
       assert.equal(keys.length, 1, 'one release marker: written only by the release that left a hold');
+      // the same for the read lock
+      const r1 = await ctx.holdfast.readWriteLock('rw-handover').readLock().acquire({ owner: 'job-10' });
+      const r2 = await b.holdfast.readWriteLock('rw-handover').readLock().acquire({ owner: 'job-10', timeout: 0 });
+      assert.equal(r2.holdCount, 2);
+      await r1.release();
+      assert.equal(await b.holdfast.readWriteLock('rw-handover').readLock().holdCount({ owner: 'job-10' }), 1, 'one read hold released, not both');
+      assert.equal(r2.lost, false);
+      await r2.release();
+      assert.equal((await ctx.holdfast.readWriteLock('rw-handover').inspect()).readers, 0);
     } finally {
       probe.disconnect();
       await b.dispose();

@@ -15,9 +15,10 @@
           retry is 1 when this is a retry of a request whose reply was lost (informational: a marker is checked on
           every run, since a client that resends after a reconnect can deliver the same request twice)
   ARGV[3] least TTL of a grant in ms
-  ARGV[4] the events channel: a release publishes '1' there, only while the events marker exists
-  ARGV[5] with a marker: the marker TTL in ms
+  ARGV[4] with a marker: the marker TTL in ms
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
+  While the events marker exists, a release publishes '1' on the events channel, KEYS[1] .. ':ev' (the key layout of
+  src/keys.ts: built here rather than sent with every release).
   Returns the holds left (0 = released, and handed on if anyone waits), -1 when this owner does not hold the lock (a
   hold count of 0 is a grant not yet claimed: not held), -2 when a marker is needed. A retry of a partial release
   returns what the first run returned; a retry of a full release finds the lock gone or handed on (-1), which the
@@ -50,7 +51,7 @@ if left <= 0 then
   redis.call('del', KEYS[1])
   advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[3]))
   if redis.call('exists', KEYS[6]) == 1 then
-    notify(ARGV[4], '1')
+    notify(KEYS[1] .. ':ev', '1')
   end
   return 0
 end
@@ -58,5 +59,5 @@ if not marker then
   return -2
 end
 redis.call('hset', KEYS[1], 'c', left)
-redis.call('set', marker, left, 'px', ARGV[5])
+redis.call('set', marker, left, 'px', ARGV[4])
 return left
