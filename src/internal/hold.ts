@@ -69,17 +69,20 @@ export interface HoldHost {
  * A release request whose marker is made only when it is needed. The last hold of an owner here goes without one: it
  * frees the lock, and a retry of a full release needs no marker (it finds the lock gone). Should holds remain after
  * all (the owner id also holds it elsewhere), the script changes nothing and answers -2, and the request is sent
- * again, from then on with a marker. `holdsHere`: the owner's acquisitions here not yet released (see
- * {@link HoldOps.releaseRequest}); `newMarker()` names a fresh marker key; `send(marker, retry)` runs the script once.
+ * again, from then on with a marker (named after `name`, see `Keys.releaseMarker`). `holdsHere`: the owner's
+ * acquisitions here not yet released (see {@link HoldOps.releaseRequest}). `release(mode, marker)` runs the script
+ * once; `mode` is the release scripts' mode digit for one hold: '0', or '2' for a retry (every hold at once is '1').
  */
 export function markerOnDemand(
+  core: { readonly keys: { releaseMarker(name: string, requestId: string): string }; requestId(): string },
+  name: string,
   holdsHere: number,
-  newMarker: () => string,
-  send: (marker: string | undefined, retry: boolean) => Promise<number>,
+  release: (mode: '0' | '2', marker: string | undefined) => Promise<number>,
 ): (retry: boolean) => Promise<number> {
+  const newMarker = (): string => core.keys.releaseMarker(name, core.requestId());
   let marker = holdsHere > 1 ? newMarker() : undefined;
   const run = (retry: boolean): Promise<number> =>
-    send(marker, retry).then((left) => {
+    release(retry ? '2' : '0', marker).then((left) => {
       if (left !== -2 || marker !== undefined) return left;
       marker = newMarker();
       return run(retry);

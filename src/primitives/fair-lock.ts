@@ -111,12 +111,7 @@ class FairOps implements HoldOps {
   }
 
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
-    const { core, name } = this.lock;
-    return markerOnDemand(
-      holdsHere,
-      () => core.keys.releaseMarker(name, core.requestId()),
-      (marker, retry) => this.lock.release(owner, retry ? '2' : '0', marker),
-    );
+    return markerOnDemand(this.lock.core, this.name, holdsHere, (mode, marker) => this.lock.release(owner, mode, marker));
   }
 
   releaseAll(owner: string): Promise<unknown> {
@@ -479,7 +474,7 @@ export class FairLock {
   }
 
   #abandon(owner: string): void {
-    Promise.allSettled([this.#releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
+    Promise.allSettled([this.#table.ops.releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
       /* never rejects */
     });
   }
@@ -499,9 +494,5 @@ export class FairLock {
       marker === undefined ? this.releaseKeys() : [...this.releaseKeys(), marker],
       marker === undefined ? [owner, mode, grantFloor] : [owner, mode, grantFloor, core.settings.releaseMarkerTtl],
     ) as Promise<number>;
-  }
-
-  #releaseAll(owner: string): Promise<unknown> {
-    return this.release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
   }
 }

@@ -380,15 +380,10 @@ class LockOps implements HoldOps {
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
     const core = this.core;
     const { key, waiters } = this.names();
-    return markerOnDemand(
-      holdsHere,
-      () => core.keys.releaseMarker(this.name, core.requestId()),
-      (marker, retry) =>
-        core.run(
-          scripts['lock/release'],
-          marker === undefined ? [key, waiters] : [key, waiters, marker],
-          marker === undefined ? [owner, retry ? '2' : '0'] : [owner, retry ? '2' : '0', core.settings.releaseMarkerTtl],
-        ) as Promise<number>,
+    return markerOnDemand(core, this.name, holdsHere, (mode, marker) =>
+      marker === undefined
+        ? (core.run(scripts['lock/release'], [key, waiters], [owner, mode]) as Promise<number>)
+        : (core.run(scripts['lock/release'], [key, waiters, marker], [owner, mode, core.settings.releaseMarkerTtl]) as Promise<number>),
     );
   }
 

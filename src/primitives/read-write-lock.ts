@@ -180,12 +180,7 @@ class SideOps implements HoldOps {
   }
 
   releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
-    const core = this.rw.core;
-    return markerOnDemand(
-      holdsHere,
-      () => core.keys.releaseMarker(this.name, core.requestId()),
-      (marker, retry) => this.#release(owner, retry ? '2' : '0', marker),
-    );
+    return markerOnDemand(this.rw.core, this.name, holdsHere, (mode, marker) => this.#release(owner, mode, marker));
   }
 
   releaseAll(owner: string): Promise<unknown> {

@@ -24,14 +24,12 @@
   returns what the first run returned; a retry of a full release finds the lock gone or handed on (-1), which the
   client reads as "released" when it held the lock when it first sent it.
 ]]
--- An earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect), written
--- out here: the common case below runs before any helper is defined
+--- @include "release-retry"
 local marker = KEYS[7]
-if marker then
-  local done = redis.call('get', marker)
-  if done then
-    return tonumber(done)
-  end
+-- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
+local done = release_retried(marker)
+if done then
+  return done
 end
 local v = redis.call('hmget', KEYS[1], 'o', 'c')
 if v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then
@@ -59,5 +57,4 @@ if not marker then
   return -2
 end
 redis.call('hset', KEYS[1], 'c', left)
-redis.call('set', marker, left, 'px', ARGV[4])
-return left
+return release_kept(marker, left, ARGV[4])

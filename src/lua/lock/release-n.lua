@@ -21,6 +21,7 @@
 ]]
 --- @include "notify"
 --- @include "lock-value"
+--- @include "release-retry"
 -- The lock's channel, "<base>:ch", from its key "<base>:lock" (the key layout of src/keys.ts): not sent, to keep the
 -- request short
 local function channel_of(key)
@@ -29,11 +30,9 @@ end
 local mode = tonumber(ARGV[2])
 local marker = KEYS[3]
 -- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
-if marker then
-  local done = redis.call('get', marker)
-  if done then
-    return tonumber(done)
-  end
+local done = release_retried(marker)
+if done then
+  return done
 end
 local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
 if owner ~= ARGV[1] or count == 0 then
@@ -61,5 +60,4 @@ if not marker then
   return -2
 end
 redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
-redis.call('set', marker, left, 'px', ARGV[3])
-return left
+return release_kept(marker, left, ARGV[3])

@@ -22,13 +22,12 @@
 --- @include "notify"
 --- @include "rw-purge"
 --- @include "rw-channels"
+--- @include "release-retry"
 local marker = KEYS[6]
 -- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
-if marker then
-  local done = redis.call('get', marker)
-  if done then
-    return tonumber(done)
-  end
+local done = release_retried(marker)
+if done then
+  return done
 end
 local now = redis_now()
 rw_purge(KEYS[1], KEYS[2], KEYS[3], now)
@@ -58,5 +57,4 @@ if not marker then
   return -2
 end
 redis.call('hset', KEYS[2], owner, left)
-redis.call('set', marker, left, 'px', ARGV[3])
-return left
+return release_kept(marker, left, ARGV[3])

@@ -21,13 +21,12 @@
 --- @include "notify"
 --- @include "redis-now"
 --- @include "rw-channels"
+--- @include "release-retry"
 local marker = KEYS[4]
 -- an earlier run of this very request (a lost reply retried, or a copy the client resent after a reconnect)
-if marker then
-  local done = redis.call('get', marker)
-  if done then
-    return tonumber(done)
-  end
+local done = release_retried(marker)
+if done then
+  return done
 end
 local writer = redis.call('hmget', KEYS[1], 'o', 'c')
 if writer[1] ~= ARGV[1] then
@@ -49,5 +48,4 @@ if not marker then
   return -2
 end
 redis.call('hset', KEYS[1], 'c', left)
-redis.call('set', marker, left, 'px', ARGV[3])
-return left
+return release_kept(marker, left, ARGV[3])
