@@ -19,6 +19,9 @@ import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter, NodeRedisAdapter } from 'redlock-universal';
 import { Holdfast } from './holdfast.js';
+// the scripts and key layout as data, for the bare-scripts reference row (not the library's code path)
+import { Keys } from '../src/keys.js';
+import { scripts } from '../src/lua/scripts.gen.js';
 
 const nodeRedis = (url: string) => createClient({ url });
 export type NodeRedis = ReturnType<typeof nodeRedis>;
@@ -118,6 +121,44 @@ export const implementations: Implementation[] = [
         const token = randomUUID();
         if ((await nr.set(name, token, { condition: 'NX', expiration: { type: 'PX', value: LEASE } })) !== 'OK') throw new Error(`floor: ${name} was taken`);
         await nr.evalSha(sha, { keys: [name], arguments: [token] });
+      };
+    },
+  },
+  {
+    id: 'holdfast scripts, bare',
+    note:
+      "holdfast Lock's own acquire and release scripts sent straight through the client (`EVALSHA`, the same keys and " +
+      'arguments), without the library around them: what any implementation with these Redis round trips can reach ' +
+      '(a fencing token minted atomically with the lock takes a script where the floor sends a plain `SET`)',
+    async setup(c) {
+      const keys = new Keys('bench:');
+      const acquire = scripts['lock/acquire'];
+      const release = scripts['lock/release'];
+      const owners = `${randomUUID().slice(0, 22)}:`;
+      let seq = 0;
+      if (c.io) {
+        const io = c.io;
+        await io.script('LOAD', acquire.source);
+        await io.script('LOAD', release.source);
+        return async (name) => {
+          const owner = owners + ++seq;
+          const lock = keys.lock(name);
+          const waiters = keys.lockWaiters(name);
+          const token = await io.evalsha(acquire.sha, 3, lock, keys.fence(name), waiters, owner, LEASE, '0');
+          if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
+          await io.evalsha(release.sha, 2, lock, waiters, owner, '0', 'publish');
+        };
+      }
+      const nr = c.nr as NodeRedis;
+      await nr.scriptLoad(acquire.source);
+      await nr.scriptLoad(release.source);
+      return async (name) => {
+        const owner = owners + ++seq;
+        const lock = keys.lock(name);
+        const waiters = keys.lockWaiters(name);
+        const token = await nr.evalSha(acquire.sha, { keys: [lock, keys.fence(name), waiters], arguments: [owner, String(LEASE), '0'] });
+        if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
+        await nr.evalSha(release.sha, { keys: [lock, waiters], arguments: [owner, '0', 'publish'] });
       };
     },
   },
