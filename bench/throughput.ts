@@ -427,6 +427,8 @@ interface KeysRow {
   held: number;
   keysPerHeld: number;
   bytesPerHeld: number;
+  /** The same, with the names' counters already made (they were acquired and released once before). */
+  bytesPerHeldWarm: number;
   keysLeftAfterHeld: number;
   errors: number;
 }
@@ -439,6 +441,31 @@ async function keysLeft(url: string, probe: Redis): Promise<KeysRow[]> {
   try {
     for (const { id, hold } of holders(redis, holdfast, floorSha)) {
       let errors = 0;
+      /** Holds every name of `names` at once: keys and used_memory per held lock, then releases them. */
+      const holdAll = async (names: string[]) => {
+        await sleep(50);
+        const m0 = await usedMemory(probe);
+        const k0 = await probe.dbsize();
+        const releases: (() => Promise<unknown>)[] = [];
+        await pool(names.length, IN_FLIGHT, async (i) => {
+          try {
+            releases.push(await hold(names[i] as string));
+          } catch {
+            errors++;
+          }
+        });
+        const m1 = await usedMemory(probe);
+        const k1 = await probe.dbsize();
+        await pool(releases.length, IN_FLIGHT, async (i) => {
+          try {
+            await releases[i]?.();
+          } catch {
+            errors++;
+          }
+        });
+        const k2 = await probe.dbsize();
+        return { held: releases.length, keysPerHeld: (k1 - k0) / releases.length, bytesPerHeld: (m1 - m0) / releases.length, keysLeftAfterHeld: k2 - k0 };
+      };
       // K acquire+release cycles on distinct names
       await probe.flushall('SYNC');
       const before = await probe.dbsize();
@@ -452,39 +479,25 @@ async function keysLeft(url: string, probe: Redis): Promise<KeysRow[]> {
       });
       const left = (await probe.dbsize()) - before;
       const shapes = await keyShapes(probe);
-      // HELD locks held at once
+      // HELD locks held at once, first on a flushed server: every name's slot counter (if any) is made then, as it
+      // is on a fresh deployment
       await probe.flushall('SYNC');
-      await sleep(50);
-      const m0 = await usedMemory(probe);
-      const k0 = await probe.dbsize();
-      const releases: (() => Promise<unknown>)[] = [];
-      await pool(HELD, IN_FLIGHT, async () => {
-        try {
-          releases.push(await hold(freshName()));
-        } catch {
-          errors++;
-        }
-      });
-      const m1 = await usedMemory(probe);
-      const k1 = await probe.dbsize();
-      await pool(releases.length, IN_FLIGHT, async (i) => {
-        try {
-          await releases[i]?.();
-        } catch {
-          errors++;
-        }
-      });
-      const k2 = await probe.dbsize();
+      const names = Array.from({ length: HELD }, () => freshName());
+      const cold = await holdAll(names);
+      // then the same names again, their counters now in place: the steady state of a deployment whose counters
+      // (at most one per slot) have all been made
+      const warm = await holdAll(names);
       rows.push({
         implementation: id,
         cycles: KEYS,
         keysLeft: left,
         keysLeftNoTtl: shapes.reduce((a, s) => a + s.noTtl, 0),
         shapes: shapes.slice(0, 4),
-        held: releases.length,
-        keysPerHeld: (k1 - k0) / releases.length,
-        bytesPerHeld: (m1 - m0) / releases.length,
-        keysLeftAfterHeld: k2 - k0,
+        held: cold.held,
+        keysPerHeld: cold.keysPerHeld,
+        bytesPerHeld: cold.bytesPerHeld,
+        bytesPerHeldWarm: warm.bytesPerHeld,
+        keysLeftAfterHeld: cold.keysLeftAfterHeld,
         errors,
       });
       progress(`keys left: ${id}: ${left} keys after ${KEYS} cycles`);
@@ -569,11 +582,11 @@ async function main(): Promise<void> {
       log(`## Keys left and memory per held lock\n`);
       log(
         `Keys left: DBSIZE right after ${fmt(KEYS)} acquire+release cycles on distinct names (${IN_FLIGHT} in flight, ioredis), of which without a TTL, and the commonest key shapes. ` +
-          `Held: ${fmt(HELD)} distinct names held at once — keys per held lock, bytes per held lock (INFO memory used_memory delta), and keys left once they were all released.\n`,
+          `Held: ${fmt(HELD)} distinct names held at once on a flushed server — keys per held lock, bytes per held lock (INFO memory used_memory delta; this includes the fencing counters made on first use of their slot), and keys left once they were all released; then the same names held again, their counters in place (bytes per held lock, counters made: the steady state once a deployment has made its counters, at most one per slot).\n`,
       );
       log(
         table(
-          ['implementation', 'keys left', 'of which no TTL', 'key shapes left (count)', 'keys/held lock', 'bytes/held lock', 'keys left after releasing the held', 'errors'],
+          ['implementation', 'keys left', 'of which no TTL', 'key shapes left (count)', 'keys/held lock', 'bytes/held lock', 'bytes/held lock, counters made', 'keys left after releasing the held', 'errors'],
           keysRows.map((r) => [
             r.implementation,
             fmt(r.keysLeft),
@@ -581,6 +594,7 @@ async function main(): Promise<void> {
             r.shapes.length ? r.shapes.map((s) => `\`${s.shape}\` ${fmt(s.keys)}${s.noTtl ? ` (${fmt(s.noTtl)} no TTL)` : ''}`).join(', ') : '—',
             fmt(r.keysPerHeld, 2),
             fmt(r.bytesPerHeld),
+            fmt(r.bytesPerHeldWarm),
             fmt(r.keysLeftAfterHeld),
             fmt(r.errors),
           ]),
