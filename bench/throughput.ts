@@ -108,6 +108,13 @@ interface ContendedSample {
   longestWaitMs: number;
   /** The same, of the waits that began in the window: without the start-up (first connections and subscriptions). */
   longestWaitBegunMs: number;
+  /** The 99th percentile of the waits of the acquisitions in the window (ms). */
+  p99WaitMs: number;
+  /**
+   * The most acquisitions by others during one wait that began in the window: how far a waiter was passed over,
+   * whatever the machine's stalls did to the time (a FIFO queue of n contenders gives at most n − 1).
+   */
+  mostPassedOver: number;
   meanHoldMs: number;
   /** hand-offs/s ÷ 1000/(mean hold + 2·RTT). */
   ceilingRatio: number;
@@ -231,10 +238,24 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
   let longestWait = 0;
   let longestBegun = 0;
   let acquisitions = 0;
+  const waits: number[] = [];
+  let mostPassedOver = 0;
   for (let i = 0; i < events.length; i++) {
     const e = events[i] as (typeof events)[number];
     if (e.at < windowStart || e.at >= end) continue;
     acquisitions++;
+    waits.push(e.wait);
+    if (e.at - e.wait >= windowStart) {
+      // the acquisitions (all by others) between this wait's start and its end: the first index at or after the start
+      let lo = 0;
+      let hi = i;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((events[mid] as (typeof events)[number]).at < e.at - e.wait) lo = mid + 1;
+        else hi = mid;
+      }
+      mostPassedOver = Math.max(mostPassedOver, i - lo);
+    }
     perContender[e.id] = (perContender[e.id] ?? 0) + 1;
     longestWait = Math.max(longestWait, e.wait);
     if (e.at - e.wait >= windowStart) longestBegun = Math.max(longestBegun, e.wait);
@@ -253,6 +274,8 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
     jain: jain(perContender),
     longestWaitMs: longestWait,
     longestWaitBegunMs: longestBegun,
+    p99WaitMs: quantile(waits, 0.99),
+    mostPassedOver,
     meanHoldMs: meanHold,
     ceilingRatio: handoffsPerSec / (1000 / (meanHold + 2 * rttMs)),
     errors: raw.errors,
@@ -267,6 +290,8 @@ interface ContendedRow extends ContendedConfig {
   jain: number;
   longestWaitMs: number;
   longestWaitBegunMs: number;
+  p99WaitMs: number;
+  mostPassedOver: number;
   meanHoldMs: number;
   ceilingRatio: number;
   errors: number;
@@ -302,6 +327,8 @@ async function contended(url: string, rttMs: number): Promise<ContendedRow[]> {
       jain: median(s.map((x) => x.jain)),
       longestWaitMs: Math.max(...s.map((x) => x.longestWaitMs)),
       longestWaitBegunMs: Math.max(...s.map((x) => x.longestWaitBegunMs)),
+      p99WaitMs: median(s.map((x) => x.p99WaitMs)),
+      mostPassedOver: Math.max(...s.map((x) => x.mostPassedOver)),
       meanHoldMs: median(s.map((x) => x.meanHoldMs)),
       ceilingRatio: median(s.map((x) => x.ceilingRatio)),
       errors: s.reduce((a, x) => a + x.errors, 0),
@@ -553,11 +580,12 @@ async function main(): Promise<void> {
           '"own client": each contender has its own `Holdfast` and connection, all in this process; "own process": each in its own worker process (bench/worker.ts, one connection each; waits still going at the end are not seen there); "shared client": all share one `Holdfast` and connection in this process. ' +
           `Hand-offs count holder changes. Ceiling = 1/(measured mean hold + 2·RTT), RTT = idle PING p50 (${fmt(rtt * 1000)} µs). ` +
           'Jain: fairness over per-contender acquisitions (1 = equal). Longest wait: of the acquisitions in the window, whenever their wait began, and of a wait still going at the end; "begun in window": of the waits that began in the window only (a wait begun in the warm-up includes the contenders\' first connections and subscriptions). ' +
-          '20 × cycle: 20 × (hold + hand-off), one cycle being 1/acquisitions per second.\n',
+          '20 × cycle: 20 × (hold + hand-off), one cycle being 1/acquisitions per second. p99 wait: median over rounds. ' +
+          'Most passed over: the most acquisitions by others during one wait begun in the window, over all rounds — how far a waiter fell behind in turns, which a stall of the machine does not inflate the way it inflates a wait in ms (a FIFO queue of n contenders gives n − 1).\n',
       );
       log(
         table(
-          ['lock', 'contenders', 'placement', 'hand-offs/s', '÷ ceiling', 'acquisitions/s', 'mean hold (ms)', 'Jain', 'longest wait (ms)', 'begun in window (ms)', '20 × cycle (ms)', 'errors'],
+          ['lock', 'contenders', 'placement', 'hand-offs/s', '÷ ceiling', 'acquisitions/s', 'mean hold (ms)', 'Jain', 'longest wait (ms)', 'begun in window (ms)', '20 × cycle (ms)', 'p99 wait (ms)', 'most passed over', 'errors'],
           contendedRows.map((r) => [
             r.lock,
             String(r.contenders),
@@ -570,6 +598,8 @@ async function main(): Promise<void> {
             fmt(r.longestWaitMs, 1),
             fmt(r.longestWaitBegunMs, 1),
             fmt(20 * (1000 / r.acquisitionsPerSec), 1),
+            fmt(r.p99WaitMs, 1),
+            fmt(r.mostPassedOver),
             r.errors ? `${fmt(r.errors)} (${(r.firstError ?? '').slice(0, 80)})` : '0',
           ]),
         ) + '\n',
