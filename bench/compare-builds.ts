@@ -7,16 +7,27 @@
  *   git worktree add /tmp/old <commit> && ln -s $PWD/node_modules /tmp/old/ && (cd /tmp/old && npx tsup)
  *   npm run build && npx tsx bench/compare-builds.ts [--in-flight 1] [--rounds 40] /tmp/old/dist/index.js $PWD/dist/index.js
  *
+ * `--bare` adds holdfast Lock's own two scripts sent straight through ioredis, without the library around them: what
+ * the Redis side of a cycle costs whatever the client does.
+ *
  * `--in-flight 1` (the default) is the uncontended cycle: one acquire+release at a time on one name. `--in-flight N`
  * runs N cycles at once on one connection, each on a fresh name (`order:<n>`), as per-entity locking does.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
+// the scripts and key layout as data, for the --bare reference (not the library's code path)
+import { Keys } from '../src/keys.js';
+import { scripts } from '../src/lua/scripts.gen.js';
 
 const { values, positionals: builds } = parseArgs({
   allowPositionals: true,
-  options: { 'in-flight': { type: 'string', default: '1' }, rounds: { type: 'string', default: '40' }, block: { type: 'string' } },
+  options: {
+    'in-flight': { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '40' },
+    block: { type: 'string' },
+    bare: { type: 'boolean', default: false },
+  },
 });
 const IN_FLIGHT = Number(values['in-flight']);
 const ROUNDS = Number(values.rounds);
@@ -34,6 +45,25 @@ const floor: Cycle = async () => {
   await io.evalsha(sha, 1, key, t);
 };
 const cycles: Cycle[] = [floor];
+const labels = ['floor'];
+if (values.bare) {
+  // holdfast Lock's own two scripts sent straight through ioredis, without the library: the Redis work of a cycle
+  const keys = new Keys('bare:');
+  const acquire = scripts['lock/acquire'];
+  const release = scripts['lock/release'];
+  await io.script('LOAD', acquire.source);
+  await io.script('LOAD', release.source);
+  let seq = 0;
+  cycles.push(async () => {
+    const name = IN_FLIGHT === 1 ? 'x' : `order:${++n}`;
+    const owner = `AbCdEfGhIjKlMnOpQrStUv:${++seq}`;
+    const lock = keys.lock(name);
+    const waiters = keys.lockWaiters(name);
+    await io.evalsha(acquire.sha, 3, lock, keys.fence(name), waiters, owner, 30000, '0');
+    await io.evalsha(release.sha, 2, lock, waiters, owner, '0', 'publish');
+  });
+  labels.push("holdfast Lock's scripts, bare");
+}
 const clients: { close(): Promise<void> }[] = [];
 for (const [i, b] of builds.entries()) {
   const { Holdfast } = (await import(b)) as { Holdfast: new (o: object) => HoldfastLike };
@@ -41,6 +71,7 @@ for (const [i, b] of builds.entries()) {
   clients.push(hf);
   const one = hf.lock('x');
   cycles.push(IN_FLIGHT === 1 ? async () => (await one.acquire()).release() : async () => (await hf.lock(`order:${++n}`).acquire()).release());
+  labels.push(b);
 }
 interface HoldfastLike {
   lock(name: string): { acquire(): Promise<{ release(): Promise<void> }> };
@@ -79,7 +110,7 @@ for (let r = 0; r < ROUNDS; r++) {
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = times.map((t) => med(t.map((x, i) => x / times[0]![i]!)));
 console.log(`${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${BLOCK} cycles`);
-for (const [i, label] of ['floor', ...builds].entries()) {
+for (const [i, label] of labels.entries()) {
   console.log(
     `${label}: ${((med(times[i]!) * 1000) / BLOCK).toFixed(1)} µs/cycle, client CPU ${(med(cpus[i]!) / BLOCK).toFixed(1)} µs/cycle, time ÷ floor ${ratios[i]!.toFixed(3)}`,
   );
