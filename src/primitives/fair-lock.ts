@@ -372,9 +372,10 @@ export class FairLock {
             heartbeat.join(owner);
           }
           // Sleep until the hand-off message names us, or until the holder's lease (or an unclaimed grant) lapses: the
-          // next attempt then hands the lock on at once. The heartbeat covers a lost message.
+          // next attempt then hands the lock on at once. The heartbeat covers a lost message. A lease with 0 ms left
+          // (PTTL 0: it lapses within the millisecond) means look again at once, not "wait for a message".
           const pttl = reply[1] ?? -1;
-          return { done: false, retryInMs: pttl > 0 ? pttl : -1 };
+          return { done: false, retryInMs: pttl >= 0 ? pttl : -1 };
         },
         onPayload: (payload) => {
           const token = Number(payload);
