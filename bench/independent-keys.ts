@@ -1,5 +1,5 @@
 /**
- * Per-entity locks (issue 14): many acquire+release cycles in flight on ONE connection, each on a fresh name
+ * Per-entity locks: many acquire+release cycles in flight on ONE connection, each on a fresh name
  * (`order:<n>`), nothing ever contended. Shared by `bench/throughput.ts`, `bench/run.ts` and
  * `bench/profile-throughput.ts`.
  *

@@ -478,7 +478,7 @@ async function main(): Promise<void> {
       ) + '\n',
     );
 
-    // 3b. per-entity locks (issue 14): independent keys on one connection; all of it in `npm run bench:throughput`
+    // 3b. per-entity locks: independent keys on one connection; all of it in `npm run bench:throughput`
     const independent = await independentKeys({ url: server.url, probe: redis, rounds: 3, segmentMs: quick ? 200 : 1000, ...(only ? { only } : {}) });
     log('## Independent keys: acquire + release on a fresh name, many in flight on one connection\n');
     log(formatIndependentKeys(independent));

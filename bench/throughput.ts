@@ -1,5 +1,5 @@
 /**
- * `npm run bench:throughput` (issue 14, per-entity locks at the floor's pace): against one redis-server this script
+ * `npm run bench:throughput` (per-entity locks at the floor's pace): against one redis-server this script
  * starts on a free port, so nothing else uses its CPU or keys.
  *
  * 1. Independent keys: 8, 64, 256 acquire+release cycles in flight on one connection, a fresh name each, for the
