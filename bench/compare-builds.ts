@@ -16,9 +16,7 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-// the scripts and key layout as data, for the --bare reference (not the library's code path)
-import { Keys } from '../src/keys.js';
-import { scripts } from '../src/lua/scripts.gen.js';
+import { bareLockCycle } from './independent-keys.js';
 
 const { values, positionals: builds } = parseArgs({
   allowPositionals: true,
@@ -47,21 +45,8 @@ const floor: Cycle = async () => {
 const cycles: Cycle[] = [floor];
 const labels = ['floor'];
 if (values.bare) {
-  // holdfast Lock's own two scripts sent straight through ioredis, without the library: the Redis work of a cycle
-  const keys = new Keys('bare:');
-  const acquire = scripts['lock/acquire'];
-  const release = scripts['lock/release'];
-  await io.script('LOAD', acquire.source);
-  await io.script('LOAD', release.source);
-  let seq = 0;
-  cycles.push(async () => {
-    const name = IN_FLIGHT === 1 ? 'x' : `order:${++n}`;
-    const owner = `AbCdEfGhIjKlMnOpQrStUv:${++seq}`;
-    const lock = keys.lock(name);
-    const waiters = keys.lockWaiters(name);
-    await io.evalsha(acquire.sha, 3, lock, keys.fence(name), waiters, owner, 30000, '0');
-    await io.evalsha(release.sha, 2, lock, waiters, owner, '0', 'publish');
-  });
+  const bare = await bareLockCycle({ io }, 'bare:');
+  cycles.push(() => bare(IN_FLIGHT === 1 ? 'x' : `order:${++n}`));
   labels.push("holdfast Lock's scripts, bare");
 }
 const clients: { close(): Promise<void> }[] = [];

@@ -101,6 +101,43 @@ type RedlockV4 = new (clients: unknown[], settings?: Record<string, number>) => 
 
 const ioredisOnly = (what: string) => (kind: ClientKind) => (kind === 'ioredis' ? undefined : `${what} takes an ioredis client only`);
 
+/**
+ * holdfast Lock's own acquire and release scripts sent straight through the client with `EVALSHA` (the keys and
+ * arguments the library sends), without the library around them: one acquire+release on `name`. The reference for
+ * what the scripts' Redis work alone allows (`holdfast scripts, bare` here, `--bare` in bench/compare-builds.ts).
+ */
+export async function bareLockCycle(c: { io?: Redis | undefined; nr?: NodeRedis | undefined }, prefix: string): Promise<(name: string) => Promise<void>> {
+  const keys = new Keys(prefix);
+  const acquire = scripts['lock/acquire'];
+  const release = scripts['lock/release'];
+  const owners = `${randomUUID().slice(0, 22)}:`;
+  let seq = 0;
+  if (c.io) {
+    const io = c.io;
+    await io.script('LOAD', acquire.source);
+    await io.script('LOAD', release.source);
+    return async (name) => {
+      const owner = owners + ++seq;
+      const lock = keys.lock(name);
+      const waiters = keys.lockWaiters(name);
+      const token = await io.evalsha(acquire.sha, 3, lock, keys.fence(name), waiters, owner, LEASE, '0');
+      if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
+      await io.evalsha(release.sha, 2, lock, waiters, owner, '0', 'publish');
+    };
+  }
+  const nr = c.nr as NodeRedis;
+  await nr.scriptLoad(acquire.source);
+  await nr.scriptLoad(release.source);
+  return async (name) => {
+    const owner = owners + ++seq;
+    const lock = keys.lock(name);
+    const waiters = keys.lockWaiters(name);
+    const token = await nr.evalSha(acquire.sha, { keys: [lock, keys.fence(name), waiters], arguments: [owner, String(LEASE), '0'] });
+    if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
+    await nr.evalSha(release.sha, { keys: [lock, waiters], arguments: [owner, '0', 'publish'] });
+  };
+}
+
 export const implementations: Implementation[] = [
   {
     id: 'floor',
@@ -130,37 +167,7 @@ export const implementations: Implementation[] = [
       "holdfast Lock's own acquire and release scripts sent straight through the client (`EVALSHA`, the same keys and " +
       'arguments), without the library around them: what any implementation with these Redis round trips can reach ' +
       '(a fencing token minted atomically with the lock takes a script where the floor sends a plain `SET`)',
-    async setup(c) {
-      const keys = new Keys('bench:');
-      const acquire = scripts['lock/acquire'];
-      const release = scripts['lock/release'];
-      const owners = `${randomUUID().slice(0, 22)}:`;
-      let seq = 0;
-      if (c.io) {
-        const io = c.io;
-        await io.script('LOAD', acquire.source);
-        await io.script('LOAD', release.source);
-        return async (name) => {
-          const owner = owners + ++seq;
-          const lock = keys.lock(name);
-          const waiters = keys.lockWaiters(name);
-          const token = await io.evalsha(acquire.sha, 3, lock, keys.fence(name), waiters, owner, LEASE, '0');
-          if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
-          await io.evalsha(release.sha, 2, lock, waiters, owner, '0', 'publish');
-        };
-      }
-      const nr = c.nr as NodeRedis;
-      await nr.scriptLoad(acquire.source);
-      await nr.scriptLoad(release.source);
-      return async (name) => {
-        const owner = owners + ++seq;
-        const lock = keys.lock(name);
-        const waiters = keys.lockWaiters(name);
-        const token = await nr.evalSha(acquire.sha, { keys: [lock, keys.fence(name), waiters], arguments: [owner, String(LEASE), '0'] });
-        if (typeof token !== 'number') throw new Error(`bare scripts: ${name} was taken`);
-        await nr.evalSha(release.sha, { keys: [lock, waiters], arguments: [owner, '0', 'publish'] });
-      };
-    },
+    setup: (c) => bareLockCycle(c, 'bench:'),
   },
   {
     id: 'holdfast Lock, lease',

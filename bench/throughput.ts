@@ -245,20 +245,21 @@ async function contendedSegment(workers: Worker[], url: string, cfg: ContendedCo
     if (e.at < windowStart || e.at >= end) continue;
     acquisitions++;
     waits.push(e.wait);
-    if (e.at - e.wait >= windowStart) {
-      // the acquisitions (all by others) between this wait's start and its end: the first index at or after the start
+    perContender[e.id] = (perContender[e.id] ?? 0) + 1;
+    longestWait = Math.max(longestWait, e.wait);
+    const began = e.at - e.wait;
+    if (began >= windowStart) {
+      longestBegun = Math.max(longestBegun, e.wait);
+      // the acquisitions (all by others) between this wait's start and its end: from the first one at or after the start
       let lo = 0;
       let hi = i;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        if ((events[mid] as (typeof events)[number]).at < e.at - e.wait) lo = mid + 1;
+        if ((events[mid] as (typeof events)[number]).at < began) lo = mid + 1;
         else hi = mid;
       }
       mostPassedOver = Math.max(mostPassedOver, i - lo);
     }
-    perContender[e.id] = (perContender[e.id] ?? 0) + 1;
-    longestWait = Math.max(longestWait, e.wait);
-    if (e.at - e.wait >= windowStart) longestBegun = Math.max(longestBegun, e.wait);
     if (i > 0 && (events[i - 1] as (typeof events)[number]).id !== e.id) handoffs++;
   }
   for (const w of pending) {

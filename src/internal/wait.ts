@@ -12,6 +12,16 @@ import type { Listener } from './notifier.js';
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
 export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
 
+/**
+ * How long a waiter sleeps (at most: a message wakes it sooner) after an attempt that found the lock held, from the
+ * `PTTL` the attempt's script read: -2 (the key is gone) tries again at once, -1 (no TTL) waits for a message only,
+ * and any other value is what is left of the holder's lease, 0 included: a lease with 0 ms left lapses within the
+ * millisecond, so the waiter looks again at once rather than waiting for a message.
+ */
+export function retryAfterPttl(pttl: number): number {
+  return pttl === -2 ? 0 : pttl;
+}
+
 /** How soon a waiter tries again after a Redis Cluster slot in migration refused its attempt. */
 const MIGRATING_RETRY_MS = 50;
 

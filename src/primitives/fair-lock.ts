@@ -27,7 +27,7 @@ import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
 import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validate.js';
 import { withHeld } from '../internal/scope.js';
-import { waitFor } from '../internal/wait.js';
+import { retryAfterPttl, waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { mayHaveRun } from '../script.js';
 import { acquireParams } from '../internal/acquire.js';
@@ -372,10 +372,8 @@ export class FairLock {
             heartbeat.join(owner);
           }
           // Sleep until the hand-off message names us, or until the holder's lease (or an unclaimed grant) lapses: the
-          // next attempt then hands the lock on at once. The heartbeat covers a lost message. A lease with 0 ms left
-          // (PTTL 0: it lapses within the millisecond) means look again at once, not "wait for a message".
-          const pttl = reply[1] ?? -1;
-          return { done: false, retryInMs: pttl >= 0 ? pttl : -1 };
+          // next attempt then hands the lock on at once. The heartbeat covers a lost message.
+          return { done: false, retryInMs: retryAfterPttl(reply[1] ?? -1) };
         },
         onPayload: (payload) => {
           const token = Number(payload);

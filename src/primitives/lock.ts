@@ -15,7 +15,7 @@ import { checkReplicaSync, waitReplicas, type ReplicaSync } from '../internal/re
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
 import { withHeld } from '../internal/scope.js';
 import { traceAcquire } from '../internal/trace.js';
-import { refusedWhileMigrating, waitFor, type Attempt } from '../internal/wait.js';
+import { refusedWhileMigrating, retryAfterPttl, waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { mayHaveRun } from '../script.js';
 
@@ -283,7 +283,7 @@ export class Lock {
           const reply = decodeAcquire(raw);
           if (reply.acquired) return { done: true, value: new HeldLock(table.held(owner, reply.token, sentAt, leaseMs, watchdog), reply.holdCount) };
           if (reply.since !== undefined) since ??= reply.since;
-          return { done: false, retryInMs: reply.pttl === -2 ? 0 : reply.pttl };
+          return { done: false, retryInMs: retryAfterPttl(reply.pttl) };
         },
         (error: unknown) => {
           // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.

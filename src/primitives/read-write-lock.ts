@@ -28,7 +28,7 @@ import { withHeld } from '../internal/scope.js';
 import { kindOf, traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
-import { waitFor } from '../internal/wait.js';
+import { retryAfterPttl, waitFor } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { mayHaveRun } from '../script.js';
 import { adoptParams, type AcquireOptions, type AdoptOptions } from './lock.js';
@@ -404,8 +404,7 @@ export class ReadLock extends Side<HeldReadLock> {
       budgetMs,
     )) as number[];
     if (reply[0] === 1) return { acquired: true, token: 0, holdCount: reply[1] ?? 1 };
-    const pttl = reply[1] ?? -2;
-    return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl };
+    return { acquired: false, retryInMs: retryAfterPttl(reply[1] ?? -2) };
   }
   protected wrap(hold: Hold, holdCount: number): HeldReadLock {
     return new HeldReadLock(hold, holdCount);
