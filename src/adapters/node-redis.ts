@@ -1,14 +1,12 @@
-import type { RedisSubscriber, RedisTransport } from '../client.js';
+import type { RedisSubscriber, RedisTransport, ScriptArgs } from '../client.js';
 
 type Listener = (message: string, channel: string) => void;
 
 /** The part of a node-redis client (`createClient` or `createCluster`) the adapter uses. */
 export interface NodeRedisLike {
-  /** `EVALSHA`: runs a cached script. */
+  /** `EVALSHA`: only looked for, to tell a node-redis client (holdfast sends its scripts with `sendCommand`). */
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  /** `EVAL`: runs a script (after `NOSCRIPT`). */
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  /** Any other command. */
+  /** Every command holdfast sends, scripts included. */
   sendCommand(...args: never[]): Promise<unknown>;
   /** A new client with the same settings: holdfast's one pub/sub connection. */
   duplicate(): NodeRedisLike;
@@ -23,7 +21,7 @@ export interface NodeRedisLike {
   /** `SUNSUBSCRIBE`, with `shardedPubSub`. */
   sUnsubscribe?(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
   /** Event listener (`error`, `ready`). */
-  on(event: string, listener: (...args: never[]) => void): unknown;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
   /** Closes the client (node-redis 5). */
   close?(): Promise<unknown>;
   /** Closes the client (node-redis 4). */
@@ -44,25 +42,48 @@ export function isNodeRedis(value: unknown): value is NodeRedisLike {
   return typeof v === 'object' && v !== null && typeof v.evalSha === 'function' && typeof v.sendCommand === 'function';
 }
 
-const strings = (values: readonly (string | number)[]): string[] => values.map(String);
+/**
+ * The command options holdfast sends every command with. node-redis ≥ 5 arms a timer of its own for every command (an
+ * `AbortSignal.timeout` and its listeners, 5 s by default): on a hot path that costs more than the rest of the client's
+ * work for the command. holdfast bounds every call with its own time-out (`commandTimeout`, one shared ticker for all
+ * calls), so its commands go without node-redis' timer. A command that holdfast gave up on may then still be sent after
+ * a reconnect, as with ioredis' offline queue: every script holdfast runs is safe to run late (a lock it takes always
+ * has its lease, and an acquisition whose reply was lost is released).
+ */
+const COMMAND_OPTIONS = Object.freeze({ timeout: 0 });
+
+/** `[name, sha or source, numkeys, ...keys, ...args]` as the strings node-redis sends. */
+function scriptCommand(name: 'EVALSHA' | 'EVAL', body: string, keys: readonly string[], args: ScriptArgs): string[] {
+  const nk = keys.length;
+  const out = new Array<string>(3 + nk + args.length);
+  out[0] = name;
+  out[1] = body;
+  out[2] = String(nk);
+  for (let i = 0; i < nk; i++) out[3 + i] = keys[i] as string;
+  for (let i = 0; i < args.length; i++) out[3 + nk + i] = String(args[i]);
+  return out;
+}
 
 /**
  * Wraps a node-redis client (`createClient()`, `createCluster()` or `createSentinel()`, already connected) as a
- * {@link RedisTransport}. The client stays yours: holdfast never closes it.
+ * {@link RedisTransport}. The client stays yours: holdfast never closes it. Scripts are sent as plain `EVALSHA`
+ * commands (holdfast handles `NOSCRIPT` itself), without node-redis' own per-command timer (see `COMMAND_OPTIONS`).
  */
 export function nodeRedisTransport(client: NodeRedisLike): RedisTransport {
   // The three clients differ only in `sendCommand`'s signature (node-redis 5/6):
   //   client (args) · cluster (firstKey, isReadonly, args): routed to the key's master · sentinel (isReadonly, args)
+  type Send = (...a: unknown[]) => Promise<unknown>;
+  const sendCommand = client.sendCommand.bind(client) as Send;
   const send: (args: string[], key: string | undefined) => Promise<unknown> =
     client.masters !== undefined
-      ? (args, key) => (client.sendCommand as (k: string | undefined, ro: boolean, a: string[]) => Promise<unknown>)(key, false, args)
+      ? (args, key) => sendCommand(key, false, args, COMMAND_OPTIONS)
       : typeof client.getMasterNode === 'function'
-        ? (args) => (client.sendCommand as (ro: boolean, a: string[]) => Promise<unknown>)(false, args)
-        : (args) => (client.sendCommand as (a: string[]) => Promise<unknown>)(args);
+        ? (args) => sendCommand(false, args, COMMAND_OPTIONS)
+        : (args) => sendCommand(args, COMMAND_OPTIONS);
   return {
     kind: 'node-redis',
-    evalsha: (sha, keys, args) => client.evalSha(sha, { keys: [...keys], arguments: strings(args) }),
-    eval: (script, keys, args) => client.eval(script, { keys: [...keys], arguments: strings(args) }),
+    evalsha: (sha, keys, args) => send(scriptCommand('EVALSHA', sha, keys, args), keys[0]),
+    eval: (script, keys, args) => send(scriptCommand('EVAL', script, keys, args), keys[0]),
     command: (args, key) => send([...args], key),
     async createSubscriber(onMessage, sharded) {
       const sub = client.duplicate();
