@@ -89,6 +89,8 @@ export const prepared = (p: Prepared | Cycle): Prepared => (typeof p === 'functi
 
 const LEASE = 30_000;
 const CAD = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+/** The fenced floor's acquire: a token from the slot's counter and the lock in one step; the token, or false when taken. */
+const FENCED_ACQUIRE = "local t = redis.call('incr', KEYS[2]) if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then return t end return false";
 const require = createRequire(import.meta.url);
 
 interface RedlockV4Lock {
@@ -158,6 +160,57 @@ export const implementations: Implementation[] = [
         const token = randomUUID();
         if ((await nr.set(name, token, { condition: 'NX', expiration: { type: 'PX', value: LEASE } })) !== 'OK') throw new Error(`floor: ${name} was taken`);
         await nr.evalSha(sha, { keys: [name], arguments: [token] });
+      };
+    },
+  },
+  {
+    id: 'floor, no client timer',
+    note:
+      "the floor's two commands through node-redis' `sendCommand` with `{ timeout: 0 }`: without the timer node-redis " +
+      "arms for every command by default, as holdfast sends its own (it bounds each call with one shared ticker): how much " +
+      "of holdfast's lead on node-redis is that timer",
+    skip: (kind) => (kind === 'node-redis' ? undefined : 'ioredis arms no timer per command: the floor itself'),
+    async setup(c) {
+      const nr = c.nr as NodeRedis;
+      const sha = await nr.scriptLoad(CAD);
+      const untimed = { timeout: 0 };
+      return async (name) => {
+        const token = randomUUID();
+        if (((await nr.sendCommand(['SET', name, token, 'PX', String(LEASE), 'NX'], untimed)) as unknown) !== 'OK') throw new Error(`floor: ${name} was taken`);
+        await nr.sendCommand(['EVALSHA', sha, '1', name, token], untimed);
+      };
+    },
+  },
+  {
+    id: 'fenced floor',
+    note:
+      'the least a lock that mints a fencing token in the same step can do: one `EVALSHA` of `INCR` (a counter in the ' +
+      "name's slot) + `SET NX PX` (random UUID value), then the floor's compare-and-delete (on node-redis without the " +
+      "client's per-command timer): the Redis work of any fenced lock, the reference for Redis CPU per cycle (the floor " +
+      'mints no token)',
+    async setup(c) {
+      const keys = new Keys('fenced:');
+      if (c.io) {
+        const io = c.io;
+        const acquire = (await io.script('LOAD', FENCED_ACQUIRE)) as string;
+        const release = (await io.script('LOAD', CAD)) as string;
+        return async (name) => {
+          const token = randomUUID();
+          const lock = keys.lock(name);
+          if (typeof (await io.evalsha(acquire, 2, lock, keys.fence(name), token, LEASE)) !== 'number') throw new Error(`fenced floor: ${name} was taken`);
+          await io.evalsha(release, 1, lock, token);
+        };
+      }
+      // node-redis: sent the way holdfast sends (no per-command timer, see the row above), so this is the least on both ends
+      const nr = c.nr as NodeRedis;
+      const acquire = await nr.scriptLoad(FENCED_ACQUIRE);
+      const release = await nr.scriptLoad(CAD);
+      const untimed = { timeout: 0 };
+      return async (name) => {
+        const token = randomUUID();
+        const lock = keys.lock(name);
+        if (typeof (await nr.sendCommand(['EVALSHA', acquire, '2', lock, keys.fence(name), token, String(LEASE)], untimed)) !== 'number') throw new Error(`fenced floor: ${name} was taken`);
+        await nr.sendCommand(['EVALSHA', release, '1', lock, token], untimed);
       };
     },
   },
@@ -538,14 +591,14 @@ export function formatIndependentKeys(result: IndependentKeysResult): string {
     `Each cycle: acquire + release on a fresh name, nothing contended; N cycles in flight on one connection. ` +
       `${result.rounds} interleaved rounds of ${fmt(result.segmentMs)} ms per implementation and cell; medians over rounds. ` +
       '× floor: median over rounds of (cycles/s ÷ the mean cycles/s of the floor segments run just before and just after it), with its interquartile range. ' +
-      'Client CPU: this process\' `process.cpuUsage()` ÷ cycles; Redis CPU: `INFO cpu` used_cpu_user + used_cpu_sys of the dedicated server ÷ cycles (both µs).\n',
+      'Client CPU: this process\' `process.cpuUsage()` ÷ cycles; Redis CPU: `INFO cpu` used_cpu_user + used_cpu_sys of the dedicated server ÷ cycles (both µs); Redis CPU ÷ floor: of the medians, within the cell.\n',
   );
   const clients = [...new Set(result.rows.map((r) => r.client))];
   for (const client of clients) {
     out.push(`### ${client}\n`);
     out.push(
       table(
-        ['implementation', 'in flight', 'cycles/s', '× floor', 'IQR', 'client CPU µs/cycle', 'Redis CPU µs/cycle', 'errors'],
+        ['implementation', 'in flight', 'cycles/s', '× floor', 'IQR', 'client CPU µs/cycle', 'Redis CPU µs/cycle', 'Redis CPU ÷ floor', 'errors'],
         result.rows
           .filter((r) => r.client === client)
           .map((r) => [
@@ -556,6 +609,7 @@ export function formatIndependentKeys(result: IndependentKeysResult): string {
             `${fmt(r.ratioIqr[0], 2)}–${fmt(r.ratioIqr[1], 2)}`,
             fmt(r.clientCpuUs, 1),
             fmt(r.redisCpuUs, 1),
+            fmt(r.redisCpuUs / (result.rows.find((f) => f.client === r.client && f.inFlight === r.inFlight && f.implementation === 'floor')?.redisCpuUs ?? NaN), 2),
             r.errors ? `${fmt(r.errors)} (${(r.firstError ?? '').slice(0, 80)})` : '0',
           ]),
       ) + '\n',
