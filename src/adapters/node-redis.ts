@@ -44,11 +44,12 @@ export function isNodeRedis(value: unknown): value is NodeRedisLike {
 
 /**
  * The command options holdfast sends every command with. node-redis ≥ 5 arms a timer of its own for every command (an
- * `AbortSignal.timeout` and its listeners, 5 s by default): on a hot path that costs more than the rest of the client's
- * work for the command. holdfast bounds every call with its own time-out (`commandTimeout`, one shared ticker for all
- * calls), so its commands go without node-redis' timer. A command that holdfast gave up on may then still be sent after
- * a reconnect, as with ioredis' offline queue: every script holdfast runs is safe to run late (a lock it takes always
- * has its lease, and an acquisition whose reply was lost is released).
+ * `AbortSignal.timeout` and its listeners, 5 s by default, for the time until the command is written): on a hot path
+ * that costs more than the rest of the client's work for the command. holdfast bounds every call with its own time-out
+ * (`commandTimeout`, one shared ticker for all calls), so its commands go without node-redis' timer. A command that
+ * holdfast gave up on while the connection was down may then still be sent once it is back, as with ioredis' offline
+ * queue: every script holdfast runs is safe to run late (a lock it takes always has its lease, and an acquisition
+ * whose reply was lost is released right behind it).
  */
 const COMMAND_OPTIONS = Object.freeze({ timeout: 0 });
 
