@@ -57,6 +57,8 @@ const CONTENDED_WARMUP_MS = 200;
 const HOLD_MS = 1;
 const KEYS = Number(values.keys ?? (FULL ? 100_000 : 20_000));
 const HELD = 10_000;
+/** Keys on the server before the third bytes-per-lock measurement: 20,000 + HELD stays below the next table size (32,768). */
+const FILLED = 20_000;
 const IN_FLIGHT = 64;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -457,6 +459,8 @@ interface KeysRow {
   bytesPerHeld: number;
   /** The same, with the names' counters already made (they were acquired and released once before). */
   bytesPerHeldWarm: number;
+  /** The same, on a server already holding {@link FILLED} keys: no hash table grows while they are taken. */
+  bytesPerHeldFilled: number;
   keysLeftAfterHeld: number;
   errors: number;
 }
@@ -469,9 +473,18 @@ async function keysLeft(url: string, probe: Redis): Promise<KeysRow[]> {
   try {
     for (const { id, hold } of holders(redis, holdfast, floorSha)) {
       let errors = 0;
-      /** Holds every name of `names` at once: keys and used_memory per held lock, then releases them. */
-      const holdAll = async (names: string[]) => {
-        await sleep(50);
+      /**
+       * Holds every name of `names` at once: keys and used_memory per held lock, then releases them. `fillTo`: first
+       * add plain filler keys until the server holds that many, so that its key tables neither grow nor rehash while
+       * the locks are taken (a table that doubles during the measurement adds its whole new size to it).
+       */
+      const holdAll = async (names: string[], fillTo = 0) => {
+        for (let n = await probe.dbsize(); n < fillTo; ) {
+          const batch = probe.pipeline();
+          for (const end = Math.min(fillTo, n + 1000); n < end; n++) batch.set(`filler:${n}`, 'x');
+          await batch.exec();
+        }
+        await sleep(fillTo > 0 ? 500 : 50); // the server's active rehashing finishes a resize in the background
         const m0 = await usedMemory(probe);
         const k0 = await probe.dbsize();
         const releases: (() => Promise<unknown>)[] = [];
@@ -515,6 +528,9 @@ async function keysLeft(url: string, probe: Redis): Promise<KeysRow[]> {
       // then the same names again, their counters now in place: the steady state of a deployment whose counters
       // (at most one per slot) have all been made
       const warm = await holdAll(names);
+      // and once more with the server already holding FILLED keys (counters included): the same hash tables before and
+      // after, so the figure is what each held lock itself takes
+      const filled = await holdAll(names, FILLED);
       rows.push({
         implementation: id,
         cycles: KEYS,
@@ -525,6 +541,7 @@ async function keysLeft(url: string, probe: Redis): Promise<KeysRow[]> {
         keysPerHeld: cold.keysPerHeld,
         bytesPerHeld: cold.bytesPerHeld,
         bytesPerHeldWarm: warm.bytesPerHeld,
+        bytesPerHeldFilled: filled.bytesPerHeld,
         keysLeftAfterHeld: cold.keysLeftAfterHeld,
         errors,
       });
@@ -613,11 +630,11 @@ async function main(): Promise<void> {
       log(`## Keys left and memory per held lock\n`);
       log(
         `Keys left: DBSIZE right after ${fmt(KEYS)} acquire+release cycles on distinct names (${IN_FLIGHT} in flight, ioredis), of which without a TTL, and the commonest key shapes. ` +
-          `Held: ${fmt(HELD)} distinct names held at once on a flushed server — keys per held lock, bytes per held lock (INFO memory used_memory delta; this includes the fencing counters made on first use of their slot), and keys left once they were all released; then the same names held again, their counters in place (bytes per held lock, counters made: the steady state once a deployment has made its counters, at most one per slot).\n`,
+          `Held: ${fmt(HELD)} distinct names held at once on a flushed server — keys per held lock, bytes per held lock (INFO memory used_memory delta; this includes the fencing counters made on first use of their slot), and keys left once they were all released; then the same names held again, their counters in place (bytes per held lock, counters made: the steady state once a deployment has made its counters, at most one per slot); then once more on a server already holding ${fmt(FILLED)} keys (counters and plain filler keys), so that no key table of the server grows or rehashes while they are taken (bytes per held lock, ${fmt(FILLED)} keys in place: what each held lock itself takes; a table that doubles during a measurement adds its whole new size to that measurement).\n`,
       );
       log(
         table(
-          ['implementation', 'keys left', 'of which no TTL', 'key shapes left (count)', 'keys/held lock', 'bytes/held lock', 'bytes/held lock, counters made', 'keys left after releasing the held', 'errors'],
+          ['implementation', 'keys left', 'of which no TTL', 'key shapes left (count)', 'keys/held lock', 'bytes/held lock', 'bytes/held lock, counters made', `bytes/held lock, ${fmt(FILLED)} keys in place`, 'keys left after releasing the held', 'errors'],
           keysRows.map((r) => [
             r.implementation,
             fmt(r.keysLeft),
@@ -626,6 +643,7 @@ async function main(): Promise<void> {
             fmt(r.keysPerHeld, 2),
             fmt(r.bytesPerHeld),
             fmt(r.bytesPerHeldWarm),
+            fmt(r.bytesPerHeldFilled),
             fmt(r.keysLeftAfterHeld),
             fmt(r.errors),
           ]),
@@ -638,7 +656,7 @@ async function main(): Promise<void> {
     const dir = join(import.meta.dirname, '..', 'results');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `throughput-${stamp}.md`), out.join('\n') + '\n');
-    const settings = { full: FULL, rounds: ROUNDS, segmentMs: SEGMENT_MS, contendedRounds: CONTENDED_ROUNDS, contendedMs: CONTENDED_MS, holdMs: HOLD_MS, keys: KEYS, held: HELD };
+    const settings = { full: FULL, rounds: ROUNDS, segmentMs: SEGMENT_MS, contendedRounds: CONTENDED_ROUNDS, contendedMs: CONTENDED_MS, holdMs: HOLD_MS, keys: KEYS, held: HELD, filled: FILLED };
     writeFileSync(
       join(dir, `throughput-${stamp}.json`),
       JSON.stringify({ date, machine, rttMs: rtt, settings, independent, contended: contendedRows, keysLeft: keysRows }, null, 2) + '\n',
