@@ -91,6 +91,8 @@ const LEASE = 30_000;
 const CAD = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 /** The fenced floor's acquire: a token from the slot's counter and the lock in one step; the token, or false when taken. */
 const FENCED_ACQUIRE = "local t = redis.call('incr', KEYS[2]) if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then return t end return false";
+/** node-redis command options without the client's per-command timer, as holdfast sends its own commands. */
+const UNTIMED = Object.freeze({ timeout: 0 });
 const require = createRequire(import.meta.url);
 
 interface RedlockV4Lock {
@@ -173,11 +175,10 @@ export const implementations: Implementation[] = [
     async setup(c) {
       const nr = c.nr as NodeRedis;
       const sha = await nr.scriptLoad(CAD);
-      const untimed = { timeout: 0 };
       return async (name) => {
         const token = randomUUID();
-        if (((await nr.sendCommand(['SET', name, token, 'PX', String(LEASE), 'NX'], untimed)) as unknown) !== 'OK') throw new Error(`floor: ${name} was taken`);
-        await nr.sendCommand(['EVALSHA', sha, '1', name, token], untimed);
+        if (((await nr.sendCommand(['SET', name, token, 'PX', String(LEASE), 'NX'], UNTIMED)) as unknown) !== 'OK') throw new Error(`floor: ${name} was taken`);
+        await nr.sendCommand(['EVALSHA', sha, '1', name, token], UNTIMED);
       };
     },
   },
@@ -205,12 +206,11 @@ export const implementations: Implementation[] = [
       const nr = c.nr as NodeRedis;
       const acquire = await nr.scriptLoad(FENCED_ACQUIRE);
       const release = await nr.scriptLoad(CAD);
-      const untimed = { timeout: 0 };
       return async (name) => {
         const token = randomUUID();
         const lock = keys.lock(name);
-        if (typeof (await nr.sendCommand(['EVALSHA', acquire, '2', lock, keys.fence(name), token, String(LEASE)], untimed)) !== 'number') throw new Error(`fenced floor: ${name} was taken`);
-        await nr.sendCommand(['EVALSHA', release, '1', lock, token], untimed);
+        if (typeof (await nr.sendCommand(['EVALSHA', acquire, '2', lock, keys.fence(name), token, String(LEASE)], UNTIMED)) !== 'number') throw new Error(`fenced floor: ${name} was taken`);
+        await nr.sendCommand(['EVALSHA', release, '1', lock, token], UNTIMED);
       };
     },
   },

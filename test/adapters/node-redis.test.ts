@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { createClient } from 'redis';
 import { Holdfast, isHoldfastError, nodeRedisTransport, toTransport } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
+import { sleep } from '../support/suite.js';
 
 const nodeRedis = (url: string) => createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
 type NodeRedis = ReturnType<typeof nodeRedis>;
@@ -89,12 +90,12 @@ void describe('node-redis adapter', () => {
       await assert.rejects(holdfast.lock('stalled').acquire({ timeout: 0 }), (e: unknown) => isHoldfastError(e) && e.code === 'REDIS_CONNECTION');
       const took = performance.now() - t0;
       assert.ok(took < 1500, `rejected after ${took.toFixed(0)} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await sleep(300);
       own.resume();
       // The acquisition was written before the pause ended and runs now: the lock it took is released by holdfast's
       // clean-up of a lost reply, or at least carries its lease. Never a key without a TTL.
       const key = 'nr-pause:{stalled}:lock';
-      for (let i = 0; i < 50 && (await probe.exists(key)) === 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let i = 0; i < 50 && (await probe.exists(key)) === 1; i++) await sleep(20);
       const pttl = await probe.pTTL(key);
       assert.ok(pttl === -2 || pttl > 0, `the stalled acquisition's key has PTTL ${pttl}`);
       // and the client works again
