@@ -8,6 +8,7 @@
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { HoldfastError, RedisConnectionError, ScriptError } from './errors.js';
 import { LiveSet, type Slotted } from './internal/live-set.js';
+import { pauseAfter, SCRIPT_BACKOFF } from './internal/backoff.js';
 import { sleep } from './internal/sleep.js';
 
 /** One Lua script: its source, its SHA1 and how many of its arguments are keys. */
@@ -189,7 +190,7 @@ async function retryScript(
     if (noScript && elapsed() >= timeoutMs) throw toHoldfastError(error, what);
     if (!noScript) {
       if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
-      const pause = Math.min(100, 10 * attempt);
+      const pause = pauseAfter(SCRIPT_BACKOFF, attempt);
       if (timeoutMs - elapsed() <= pause + 2 * longest) {
         const refused = toHoldfastError(error, what);
         notRun.add(refused);

@@ -36,14 +36,14 @@ const NO_OPTIONS = Object.freeze({});
 /**
  * Checks `options` (known keys only, typed values) and resolves the owner. `required`: `acquire()` (no time limit by
  * default) rather than `tryAcquire()` (a single attempt by default). `contextKey`: where `withLock` records the
- * owner of this lock in the async context, for re-entry.
+ * owner of this lock in the async context, for re-entry (`undefined`: a primitive without re-entry).
  */
 export function acquireParams<O extends BaseAcquireOptions>(
   core: Core,
   options: unknown,
   known: readonly string[],
   required: boolean,
-  contextKey: string,
+  contextKey: string | undefined,
 ): AcquireParams<O> {
   const opts: Partial<O> = options === undefined ? NO_OPTIONS : checkOptions<O>(options);
   if (opts !== NO_OPTIONS) checkKnownKeys(opts, known);
@@ -52,7 +52,7 @@ export function acquireParams<O extends BaseAcquireOptions>(
   const signal = optSignal(opts.signal, 'options.signal');
   if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
   core.assertOpen();
-  const inherited = core.context.getStore()?.get(contextKey);
+  const inherited = contextKey === undefined ? undefined : core.context.getStore()?.get(contextKey);
   const inheritedActive = inherited !== undefined && inherited.active();
   const fresh = opts.owner === undefined && !inheritedActive;
   const owner = opts.owner ?? (inheritedActive ? inherited.owner : core.newOwner());
