@@ -35,7 +35,8 @@ export default defineConfig([
       'otel/index': 'src/otel/index.ts',
     },
     format: ['esm', 'cjs'],
-    dts: true,
+    // members tagged @internal stay out of the published types (they are engine plumbing, not API)
+    dts: { compilerOptions: { stripInternal: true } },
     sourcemap: false,
     // whitespace and syntax only: names stay as written, so stack traces still read (no keepNames: without renaming it
     // only wraps every function in a __name() call, which costs a property definition per closure on the hot path)

@@ -19,6 +19,8 @@ export const RELEASE_BACKOFF: Backoff = { firstMs: 25, capMs: 1000 };
 export const BACKGROUND_BACKOFF: Backoff = { firstMs: 100, capMs: 1000 };
 /** A script a Redis Cluster redirection or a migrating slot refused, within the command's own timeout (10 … 100 ms). */
 export const SCRIPT_BACKOFF: Backoff = { firstMs: 10, capMs: 100 };
+/** A ZooKeeper request safe to send again (a node's delete), and a wait's read after a dropped connection (50, 100 … 1000 ms). */
+export const ZOOKEEPER_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
 
 /** The pause before try `n + 1`, after `n` failed tries (n ≥ 1), in ms. */
 export function pauseAfter(policy: Backoff, n: number): number {
