@@ -154,14 +154,13 @@ export class Template<H extends LeasedHeld> implements HoldOps {
     const p = acquireParams<BaseAcquireOptions & { replicaSync?: ReplicaSync | false }>(core, options, spec.acquireKeys, required, spec.contextKey);
     const given = p.options.replicaSync;
     const sync = given === undefined ? core.settings.replicaSync : checkReplicaSync(given, 'options.replicaSync');
-    const a = this.#acquiring(p);
+    const a = new Run<H>(p, this);
     const acq = start ? start(a) : (spec.start(a) as unknown as Acquisition<R>);
     if (p.ready) await p.ready;
     const { owner, fresh, timeout, signal } = a;
     // A re-entry waits for a hand-off claim still on its way, so that Redis counts the holds in the order made here.
     const claim = fresh ? undefined : this.table.claimOf(owner);
     if (claim) await claim;
-    const attempt = (budget: number): Promise<Attempt<R>> => acq.attempt(budget).catch((error: unknown) => this.#lost(error, a, acq));
     let result: R | null = null;
     try {
       // The common case first, without the waiting machinery: one attempt, unless this process' own waiters queue
@@ -172,7 +171,10 @@ export class Template<H extends LeasedHeld> implements HoldOps {
       if (!spec.listenFirst && !(spec.politeFirst && fresh && timeout !== 0 && notifier.busyFor(channel) > 0 && notifier.waiting(channel) > 0)) {
         signal?.throwIfAborted();
         if (trace) trace.attempts++;
-        first = await attempt(core.settings.commandTimeout).catch((error: unknown) => refusedWhileMigrating<R>(error, timeout));
+        first = await acq.attempt(core.settings.commandTimeout).catch((error: unknown) => {
+          this.#undo(error, a, acq);
+          return refusedWhileMigrating<R>(error, timeout);
+        });
       }
       result = first?.done
         ? first.value
@@ -186,7 +188,11 @@ export class Template<H extends LeasedHeld> implements HoldOps {
               listenFirst: spec.listenFirst,
               timeout,
               signal,
-              attempt,
+              attempt: (budget) =>
+                acq.attempt(budget).catch((error: unknown) => {
+                  this.#undo(error, a, acq);
+                  throw error;
+                }),
               first,
               trace,
               onPayload: acq.onPayload?.bind(acq),
@@ -200,28 +206,15 @@ export class Template<H extends LeasedHeld> implements HoldOps {
     return result;
   }
 
-  /** The acquisition's settings, completed in place (one object per acquisition). */
-  #acquiring(p: AcquireParams<BaseAcquireOptions>): Acquiring<H> {
-    const a = p as Acquiring<H>;
-    const table = this.table;
-    const spec = this.spec;
-    a.watchdog = p.fixedLease === undefined;
-    (a as { table: HoldTable }).table = table;
-    a.grant = (token, holdCount, sentAt, owner = a.owner, firstLeaseMs) => spec.wrap(table.held(owner, token, sentAt, a.leaseMs, a.watchdog, firstLeaseMs), holdCount);
-    return a;
-  }
-
   /** An attempt failed: when its reply was lost, the prize may be ours in Redis; undo it (its lease bounds it anyway). */
-  #lost(error: unknown, a: Acquiring<H>, acq: Acquisition<unknown>): never {
-    if (mayHaveRun(error)) {
-      if (acq.undo) acq.undo();
-      else if (a.fresh) {
-        this.releaseAll(a.owner).catch(() => {
-          /* Redis is unreachable: the lease will expire */
-        });
-      }
+  #undo(error: unknown, a: Acquiring<H>, acq: Acquisition<unknown>): void {
+    if (!mayHaveRun(error)) return;
+    if (acq.undo) acq.undo();
+    else if (a.fresh) {
+      this.releaseAll(a.owner).catch(() => {
+        /* Redis is unreachable: the lease will expire */
+      });
     }
-    throw error;
   }
 
   /** WAIT for replicas; when not reached (or WAIT fails), roll the acquisition back and throw. */
@@ -294,6 +287,42 @@ export class Template<H extends LeasedHeld> implements HoldOps {
 }
 
 const ADOPT_KEYS = ['lease'] as const;
+
+/** One acquisition's settings ({@link Acquiring}): one object per acquisition, its `grant` a method, not a closure. */
+class Run<H extends LeasedHeld> implements Acquiring<H> {
+  readonly options: Partial<BaseAcquireOptions>;
+  readonly timeout: number | undefined;
+  readonly fixedLease: number | undefined;
+  leaseMs: number;
+  watchdog: boolean;
+  readonly signal: AbortSignal | undefined;
+  readonly owner: string;
+  readonly fresh: boolean;
+  readonly ready: Promise<void> | undefined;
+  readonly #template: Template<H>;
+
+  constructor(p: AcquireParams<BaseAcquireOptions>, template: Template<H>) {
+    this.options = p.options;
+    this.timeout = p.timeout;
+    this.fixedLease = p.fixedLease;
+    this.leaseMs = p.leaseMs;
+    this.watchdog = p.fixedLease === undefined;
+    this.signal = p.signal;
+    this.owner = p.owner;
+    this.fresh = p.fresh;
+    this.ready = p.ready;
+    this.#template = template;
+  }
+
+  get table(): HoldTable {
+    return this.#template.table;
+  }
+
+  grant(token: number, holdCount: number, sentAt: number, owner = this.owner, firstLeaseMs?: number): H {
+    const template = this.#template;
+    return template.spec.wrap(template.table.held(owner, token, sentAt, this.leaseMs, this.watchdog, firstLeaseMs), holdCount);
+  }
+}
 
 /** Options of `adopt(ownerId, options)` on a lock, a read or write lock, or a permit. */
 export interface AdoptOptions {
