@@ -18,6 +18,7 @@
 import type { Closable } from '../core.js';
 import type { LiveSet } from './live-set.js';
 import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
+import { RELEASE_REPLY } from '../lua/codes.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
@@ -83,7 +84,7 @@ export function markerOnDemand(
   let marker = holdsHere > 1 ? newMarker() : undefined;
   const run = (retry: boolean): Promise<number> =>
     release(retry ? '2' : '0', marker).then((left) => {
-      if (left !== -2 || marker !== undefined) return left;
+      if (left !== RELEASE_REPLY.MARKER_NEEDED || marker !== undefined) return left;
       marker = newMarker();
       return run(retry);
     });

@@ -14,6 +14,7 @@
 import type { Core } from '../core.js';
 import type { AcquireContext, PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError, LockNotHeldError, ReplicationNotReachedError } from '../errors.js';
+import type { ReleaseMode } from '../lua/codes.js';
 import { mayHaveRun } from '../script.js';
 import { acquireParams, type AcquireParams, type BaseAcquireOptions } from './acquire.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from './events.js';
@@ -25,8 +26,7 @@ import { traceAcquire } from './trace.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from './validate.js';
 import { refusedWhileMigrating, waitFor, type Attempt } from './wait.js';
 
-/** The release scripts' mode digit: '0' one hold, '1' every hold of the owner at once, '2' a retry of one hold. */
-export type ReleaseMode = '0' | '1' | '2';
+export type { ReleaseMode } from '../lua/codes.js';
 
 /** What a primitive tells its template. `H`: its held object. */
 export interface PrimitiveSpec<H extends LeasedHeld> {

@@ -129,10 +129,7 @@ class Heartbeat {
     this.#beating = true;
     try {
       const t = lock.timing;
-      const [stale, grantee] = (await core.run(scripts['fair-lock/heartbeat'], lock.keys(), [this.channel, t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as [
-        number,
-        string | null,
-      ];
+      const [stale, grantee] = await core.run(scripts['fair-lock/heartbeat'], lock.keys(), [this.channel, t.aliveMs, t.grantFloorMs, t.stateTtlMs]);
       // This client had been counted dead: its waiters' entries may be gone, so each must try again (and re-queue).
       if (stale === 1) core.notifier.deliver(this.channel, 'a');
       if (grantee) {
@@ -257,15 +254,7 @@ class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
   }
 
   async inspect(): Promise<FairLockInfo> {
-    const reply = (await this.core.run(scripts['fair-lock/inspect'], this.keys(), [INSPECT_WAITERS])) as [
-      string | null,
-      number,
-      number,
-      number,
-      number,
-      number,
-      string[],
-    ];
+    const reply = await this.core.run(scripts['fair-lock/inspect'], this.keys(), [INSPECT_WAITERS]);
     const [owner, holdCount, token, pttl, lastToken, queueLength, waiters] = reply;
     return { name: this.name, owner: owner ?? null, holdCount, token, remainingTtl: owner ? pttl : null, lastToken, queueLength, waiters };
   }
@@ -283,7 +272,7 @@ class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
       scripts['fair-lock/release'],
       marker === undefined ? keys : [...keys, marker],
       marker === undefined ? [owner, mode, grantFloor] : [owner, mode, grantFloor, core.settings.releaseMarkerTtl],
-    ) as Promise<number>;
+    );
   }
   #releaseKeyNames: string[] | undefined;
 
@@ -337,7 +326,7 @@ class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
       reply = await retryOnConnectionError(
         async () => {
           sentAt = now();
-          return (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript])) as number[];
+          return await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript]);
         },
         (_n, pauseMs) => !hold.lease.done && now() + pauseMs < hold.lease.deadline,
       );
@@ -372,7 +361,7 @@ class FairAcquisition implements Acquisition<HeldLock> {
   async attempt(budget: number): Promise<Attempt<HeldLock>> {
     const { spec, a } = this;
     const sentAt = now();
-    const reply = (await spec.core.run(scripts['fair-lock/acquire'], spec.keys(), [a.owner, a.leaseMs, spec.core.clientId, this.#enqueue, spec.timing.forScript], budget)) as number[];
+    const reply = await spec.core.run(scripts['fair-lock/acquire'], spec.keys(), [a.owner, a.leaseMs, spec.core.clientId, this.#enqueue, spec.timing.forScript], budget);
     if (reply[0] === 1) return { done: true, value: a.grant(reply[1] ?? 0, reply[2] ?? 1, sentAt) };
     if (reply[2] === 1) this.#queuedAt = sentAt;
     // A grant message already on its way was sent before this attempt ran, which found it gone: ignore it.

@@ -157,7 +157,7 @@ export class Lock extends OwnedLock<HeldLock, LockScope, AcquireOptions> {
 
 /** `lock/inspect`'s reply: owner, hold count, token, ms left, last token minted. */
 async function inspectLock(core: Core, name: string): Promise<[string | null, number, number, number, number]> {
-  return (await core.run(scripts['lock/inspect'], [core.keys.lock(name), core.keys.fence(name)], [])) as [string | null, number, number, number, number];
+  return await core.run(scripts['lock/inspect'], [core.keys.lock(name), core.keys.fence(name)], []);
 }
 
 /** The plain lock as its template runs it: one small object per handle, its key names built on first use. */
@@ -209,7 +209,7 @@ class LockSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
       marker === undefined
         ? core.run(scripts['lock/release'], [key, waiters], [owner, mode])
         : core.run(scripts['lock/release'], [key, waiters, marker], [owner, mode, core.settings.releaseMarkerTtl])
-    ) as Promise<number>;
+    );
   }
 
   /** Hold count and token of `owner` (for `adopt`); `null` when it holds nothing (a reservation for it is no hold). */
@@ -259,8 +259,8 @@ class LockAcquisition implements Acquisition<HeldLock> {
     const mode = this.#modes[this.#waitMode];
     if (this.#waitMode === 1) this.#waitMode = 2;
     const since = this.#since;
-    const args = since === undefined ? [a.owner, a.leaseMs, mode] : [a.owner, a.leaseMs, mode, since];
-    return spec.core.run(scripts['lock/acquire'], spec.names().keys, args, budget).then((raw): Attempt<HeldLock> => {
+    const { owner, leaseMs } = a;
+    return spec.core.run(scripts['lock/acquire'], spec.names().keys, since === undefined ? [owner, leaseMs, mode] : [owner, leaseMs, mode, since], budget).then((raw): Attempt<HeldLock> => {
       // the common reply, a first hold's bare token, without the decoding
       if (typeof raw === 'number') return { done: true, value: a.grant(raw, 1, sentAt) };
       const reply = decodeAcquire(raw);

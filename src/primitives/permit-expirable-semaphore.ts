@@ -169,7 +169,7 @@ export class PermitExpirableSemaphore {
     checkKnownKeys(opts, SET_KEYS);
     const ttl = optDuration(opts.ttl, 'options.ttl');
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'nx', ttl ?? 0])) as number[];
+    const reply = await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'nx', ttl ?? 0]);
     return reply[0] === 1;
   }
 
@@ -182,7 +182,7 @@ export class PermitExpirableSemaphore {
   async setPermits(permits: number): Promise<number> {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
-    return (await this.core.run(scripts['psem/set'], this.keys, [n, this.channel])) as number;
+    return await this.core.run(scripts['psem/set'], this.keys, [n, this.channel]);
   }
 
   /**
@@ -214,7 +214,7 @@ export class PermitExpirableSemaphore {
   async addPermits(permits: number): Promise<number> {
     const n = checkPermitDelta(permits);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'add', 0])) as number[];
+    const reply = await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'add', 0]);
     return reply[1] ?? 0;
   }
 
@@ -231,7 +231,7 @@ export class PermitExpirableSemaphore {
   /** Free and held permits, and live leases, in one step (expired leases are reclaimed first). */
   async inspect(): Promise<PermitSemaphoreInfo> {
     this.core.assertOpen();
-    const [available, acquired, leases] = (await this.core.run(scripts['psem/state'], this.keys, [this.channel, ''])) as number[];
+    const [available, acquired, leases] = await this.core.run(scripts['psem/state'], this.keys, [this.channel, '']);
     return { name: this.name, available: available ?? 0, acquired: acquired ?? 0, leases: leases ?? 0 };
   }
 
@@ -239,7 +239,7 @@ export class PermitExpirableSemaphore {
   async remainingLease(permitId: string): Promise<number | null> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/state'], this.keys, [this.channel, id])) as number[];
+    const reply = await this.core.run(scripts['psem/state'], this.keys, [this.channel, id]);
     const left = reply[3] ?? -2;
     return left === -3 ? Infinity : left < 0 ? null : left;
   }
@@ -286,7 +286,7 @@ export class PermitExpirableSemaphore {
   async releaseMany(permits: readonly (string | Permit)[]): Promise<void> {
     const ids = this.#ids(permits);
     this.core.assertOpen();
-    const [released] = (await this.core.run(scripts['psem/release-many'], this.keys, ['all', this.channel, ...ids])) as number[];
+    const [released] = await this.core.run(scripts['psem/release-many'], this.keys, ['all', this.channel, ...ids]);
     if ((released ?? 0) < 0) {
       throw new LockNotHeldError(this.name, `${-(released ?? 0)} of ${ids.length} permits of "${this.name}" are not held: none was released`);
     }
@@ -297,7 +297,7 @@ export class PermitExpirableSemaphore {
   async tryReleaseMany(permits: readonly (string | Permit)[]): Promise<number> {
     const ids = this.#ids(permits);
     this.core.assertOpen();
-    const [released] = (await this.core.run(scripts['psem/release-many'], this.keys, ['any', this.channel, ...ids])) as number[];
+    const [released] = await this.core.run(scripts['psem/release-many'], this.keys, ['any', this.channel, ...ids]);
     for (const id of ids) this.#settleLocal(id);
     return released ?? 0;
   }
@@ -354,7 +354,7 @@ export class PermitExpirableSemaphore {
 
   /** @internal Returns the permits given back (0 = not held). */
   async releaseById(id: string): Promise<number> {
-    return (await this.core.run(scripts['psem/release'], this.keys, [id, this.channel])) as number;
+    return await this.core.run(scripts['psem/release'], this.keys, [id, this.channel]);
   }
 
   /** @internal */
@@ -387,7 +387,7 @@ class PermitSpec implements PrimitiveSpec<Permit> {
   }
   async inspectOwner(id: string): Promise<{ holdCount: number; token: number } | null> {
     const sem = this.semaphore;
-    const reply = (await sem.core.run(scripts['psem/state'], sem.keys, [sem.channel, id])) as number[];
+    const reply = await sem.core.run(scripts['psem/state'], sem.keys, [sem.channel, id]);
     const weight = reply[4] ?? 0;
     return weight > 0 ? { holdCount: weight, token: 0 } : null;
   }
@@ -428,11 +428,9 @@ class PermitAcquisition<R extends Permit | Permit[]> implements Acquisition<R> {
     const n = this.#n;
     const ids = (this.#ids = Array.from({ length: each ? n : 1 }, () => randomBytes(16).toString('hex')));
     const sentAt = now();
-    const reply = (
-      each
-        ? await sem.core.run(scripts['psem/acquire-each'], sem.keys, [this.#leaseArg, sem.channel, ...ids], budget)
-        : await sem.core.run(scripts['psem/acquire'], sem.keys, [ids[0] as string, n, this.#leaseArg, sem.channel], budget)
-    ) as number[];
+    const reply = each
+      ? await sem.core.run(scripts['psem/acquire-each'], sem.keys, [this.#leaseArg, sem.channel, ...ids], budget)
+      : await sem.core.run(scripts['psem/acquire'], sem.keys, [ids[0] as string, n, this.#leaseArg, sem.channel], budget);
     if (reply[0] === 1) {
       const taken = ids.map((id) => a.grant(0, each ? 1 : n, sentAt, id));
       return { done: true, value: (each ? taken : taken[0]) as R };

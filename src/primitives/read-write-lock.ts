@@ -233,7 +233,7 @@ abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
       this.noun === 'read lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
       marker === undefined ? keys : [...keys, marker],
       marker === undefined ? [owner, mode] : [owner, mode, core.settings.releaseMarkerTtl],
-    ) as Promise<number>;
+    );
   }
 
   abstract inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null>;
@@ -247,7 +247,7 @@ class ReadSpec extends SideSpec<HeldReadLock> implements FreeSpec {
 
   /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
   async readers(owner: string): Promise<unknown[]> {
-    return (await this.core.run(scripts['rw/readers'], this.keys().renew, [owner])) as unknown[];
+    return await this.core.run(scripts['rw/readers'], this.keys().renew, [owner]);
   }
   async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
     const count = Number((await this.readers(owner))[0]);
@@ -260,7 +260,7 @@ class ReadSpec extends SideSpec<HeldReadLock> implements FreeSpec {
     return {
       attempt: async (budget): Promise<Attempt<HeldReadLock>> => {
         const sentAt = now();
-        const reply = (await this.core.run(scripts['rw/read-acquire'], this.keys().acquire, [a.owner, a.leaseMs], budget)) as number[];
+        const reply = await this.core.run(scripts['rw/read-acquire'], this.keys().acquire, [a.owner, a.leaseMs], budget);
         if (reply[0] === 1) return { done: true, value: a.grant(0, reply[1] ?? 1, sentAt) };
         return { done: false, retryInMs: retryAfterPttl(reply[1] ?? -2) };
       },
@@ -301,7 +301,7 @@ class WriteSpec extends SideSpec<HeldWriteLock> implements FreeSpec {
     return {
       attempt: async (budget): Promise<Attempt<HeldWriteLock>> => {
         const sentAt = now();
-        const reply = (await this.core.run(scripts['rw/write-acquire'], this.keys().acquire, [a.owner, a.leaseMs, waiting ? intent : 0], budget)) as number[];
+        const reply = await this.core.run(scripts['rw/write-acquire'], this.keys().acquire, [a.owner, a.leaseMs, waiting ? intent : 0], budget);
         if (reply[0] === 1) return { done: true, value: a.grant(reply[1] ?? 0, reply[2] ?? 1, sentAt) };
         if (reply[0] === -1) throw new UpgradeRefusedError(this.rw.name);
         const pttl = reply[1] ?? -2;
@@ -485,11 +485,11 @@ export class ReadWriteLock {
   async inspect(): Promise<ReadWriteLockInfo> {
     this.core.assertOpen();
     const k = this.core.keys;
-    const reply = (await this.core.run(
+    const reply = await this.core.run(
       scripts['rw/inspect'],
       [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
       [],
-    )) as [string | null, number, number, number, number, number, number];
+    );
     const [writer, count, token, pttl, readers, waitingWriters, lastToken] = reply;
     return {
       name: this.name,

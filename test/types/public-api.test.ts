@@ -33,6 +33,11 @@ function isHidden(declaration: ts.Declaration): boolean {
   return (flags & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0;
 }
 
+/** A member's name as the declaration shows it: a well-known symbol as `[Symbol.asyncDispose]`, not the checker's numbered id. */
+function memberName(member: ts.Symbol): string {
+  return member.name.replace(/^__@(\w+)@\d+$/, '[Symbol.$1]');
+}
+
 /** `entry: Name` for every export, and `entry: Name.member` for the public members of its classes and interfaces. */
 function publicApi(): string[] {
   const program = ts.createProgram(Object.values(ENTRIES), { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true, skipLibCheck: true });
@@ -53,13 +58,13 @@ function publicApi(): string[] {
       for (const member of checker.getPropertiesOfType(declared)) {
         const declarations = member.declarations ?? [];
         if (declarations.length === 0 || declarations.every(isHidden)) continue;
-        members.add(member.name);
+        members.add(memberName(member));
       }
       if (kind === 'class') {
         const statics = checker.getTypeOfSymbol(symbol);
         for (const member of checker.getPropertiesOfType(statics)) {
           if (member.name === 'prototype' || (member.declarations ?? []).every(isHidden)) continue;
-          members.add(`static ${member.name}`);
+          members.add(`static ${memberName(member)}`);
         }
       }
       for (const member of [...members].sort()) lines.push(`${entry}: ${kind} ${exported.name}.${member}`);

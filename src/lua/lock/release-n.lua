@@ -18,6 +18,8 @@
   -1 when this owner does not hold the lock, -2 when a marker is needed. A retry of a partial release returns what
   the first run returned; a retry of a full release finds the lock gone (-1), which the client reads as "released"
   when it held the lock when it first sent it.
+  @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "lock-value"
