@@ -171,11 +171,11 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   }
 
   /**
-   * Carries the fencing counters of holdfast 0.1 (one key per lock name, `<prefix>{<name>}:fence`) over to the shared
-   * counters of this version (one per Redis Cluster slot), so that tokens keep growing for names locked before the
-   * upgrade: each old counter raises its slot's counter to at least its value, then is deleted. Walks the prefix with
-   * `SCAN` (`count` keys per step). Run it once, on each Cluster master, before (or soon after) this version takes
-   * locks; running it again finds nothing to do.
+   * Carries per-name fencing counters (one key per lock name, `<prefix>{<name>}:fence`, an earlier key layout) over to
+   * the shared counters (one per Redis Cluster slot), so that tokens keep growing for names locked under that layout:
+   * each per-name counter raises its slot's counter to at least its value, then is deleted. Walks the prefix with
+   * `SCAN` (`count` keys per step). Run it once, on each Cluster master, before (or soon after) the shared counters
+   * mint tokens for those names; running it again finds nothing to do.
    * @returns how many old counters were carried over
    */
   async migrateFencingCounters(options: { count?: number } = {}): Promise<number> {

@@ -48,8 +48,8 @@
  * is a short tag chosen (from a table computed once) so that the counter key lands in the name's own slot. So a
  * prefix never holds more than 16,384 counters however many names it locks, a name's counter moves with its slot
  * in a Cluster migration, and every primitive of a name mints from the same counter: tokens still only grow per
- * name (they grow faster, and are shared by the names of a slot). Version 0.1 kept one counter per name
- * (`<prefix>{<name>}:fence`); `Holdfast.migrateFencingCounters()` carries those over once.
+ * name (they grow faster, and are shared by the names of a slot). Per-name counters of an earlier layout
+ * (`<prefix>{<name>}:fence`) are carried over once by `Holdfast.migrateFencingCounters()`.
  *
  * @module
  */
@@ -143,7 +143,7 @@ export class Keys {
     if (key === undefined) throw new Error(`holdfast: no fencing counter key for the slot of "${name}" under prefix "${this.prefix}"`);
     return key;
   }
-  /** The counter a name had in version 0.1 (one per name), read only by `Holdfast.migrateFencingCounters()`. */
+  /** A name's counter in the earlier per-name layout, read only by `Holdfast.migrateFencingCounters()`. */
   legacyFence(name: string): string {
     return `${this.base(name)}:fence`;
   }
