@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Cron } from 'croner';
-import type { Closable, Core } from '../core.js';
+import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
@@ -208,7 +208,7 @@ const MAX_ERROR_CHARS = 300;
  * await scheduler.stop();
  * ```
  */
-export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable {
+export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly #core: Core;
   readonly #defaults: Required<Omit<SchedulerOptions, 'timezone' | 'onError'>> & Pick<SchedulerOptions, 'timezone' | 'onError'>;
   readonly #jobs = new Map<string, ScheduledJob>();
