@@ -24,6 +24,7 @@ import {
   type RenewMessage,
 } from '../diagnostics.js';
 import { AcquireTimeoutError, LockNotHeldError, ReleaseFailedError, type LockLostError } from '../errors.js';
+import { heldKindOf } from '../kinds.js';
 import { now } from './clock.js';
 
 const acquireChannel = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
@@ -57,19 +58,9 @@ export interface TracedHold {
   readonly token: number;
 }
 
-/** The hold engine's `kind` words (see `HoldOps.kind`) as channel kinds. */
-const KINDS: Record<string, PrimitiveKind> = {
-  lock: 'lock',
-  'fair lock': 'fair-lock',
-  'read lock': 'read-lock',
-  'write lock': 'write-lock',
-  permit: 'permit-semaphore',
-  redlock: 'redlock',
-};
-
-/** The channel kind of a hold engine `kind` word. */
+/** The channel kind of a hold engine `kind` word (the registry's, src/kinds.ts). */
 export function kindOf(engineKind: string): PrimitiveKind {
-  return KINDS[engineKind] ?? (engineKind.replace(/ /g, '-') as PrimitiveKind);
+  return heldKindOf(engineKind);
 }
 
 /**
