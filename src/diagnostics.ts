@@ -57,6 +57,8 @@ export interface AcquireContext {
   readonly name: string;
   /** The owner's fingerprint: known at the start for an explicit `owner`, else once acquired. */
   fingerprint: string | undefined;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  label?: string | undefined;
   /**
    * Attempts made so far: calls to Redis (a multi-lock counts one; its locks publish their own), or on ZooKeeper
    * looks at the queue (0 for a re-entry, which asks the server nothing).
@@ -86,6 +88,8 @@ export interface ReleaseContext {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string | undefined;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number | undefined;
   /** ms from the acquisition to this release, when the acquisition was traced. */
@@ -104,6 +108,8 @@ export interface LostMessage {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** Why (the error's `reason`). */
@@ -120,6 +126,8 @@ export interface RenewMessage {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** `watchdog`: the automatic renewal; `extend`: an explicit `extend(ms)`. */
@@ -142,6 +150,8 @@ export interface HandoffMessage {
   readonly name: string;
   /** The new holder's fingerprint. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /**

@@ -16,8 +16,10 @@
 import type { Core } from './core.js';
 import type { Holdfast } from './holdfast.js';
 import { fingerprint } from './internal/fingerprint.js';
+import { clientIdOf } from './internal/label.js';
 import { Keys } from './keys.js';
 import { scripts } from './lua/scripts.gen.js';
+import type { JobInfo } from './recipes/scheduler.js';
 
 /** One holder of a primitive, as inspections show it. */
 export interface HolderState {
@@ -77,6 +79,8 @@ export interface KindState {
   acquired?: number;
   /** The count (latch). */
   count?: number;
+  /** A run-once job's record (its instances by fingerprint: the record keeps no owner id of a finished run). */
+  job?: JobInfo;
 }
 
 /** How one kind lives in Redis. */
@@ -84,9 +88,9 @@ export interface KindStore {
   /** The key suffixes after `{name}` that mark one of this kind (from src/keys.ts); the first is its main key. */
   readonly suffixes: readonly string[];
   /** Reads it; `undefined` when there is nothing under the name (free, or never used). */
-  read(holdfast: Holdfast, name: string): Promise<KindState | undefined>;
+  readonly read: (holdfast: Holdfast, name: string) => Promise<KindState | undefined>;
   /** Frees it whoever holds it, waking its waiters; `undefined` when the kind cannot be forced (say why in `cannotForce`). */
-  forceFree?(holdfast: Holdfast, name: string): Promise<boolean>;
+  readonly forceFree?: (holdfast: Holdfast, name: string) => Promise<boolean>;
   /** Why `forceFree` is missing. */
   readonly cannotForce?: string;
 }
@@ -143,12 +147,6 @@ function suffix(build: (keys: Keys, name: string) => string): string {
 
 function coreOf(holdfast: Holdfast): Core {
   return holdfast.core;
-}
-
-/** The client id inside an owner id minted by a client (`<client id>:<n>` or `<client id>.<n>`), else `undefined`. */
-export function clientIdOf(owner: string): string | undefined {
-  const match = /^([A-Za-z0-9_-]{22})[:.]\d+$/.exec(owner);
-  return match?.[1];
 }
 
 /**
@@ -348,8 +346,8 @@ const jobStore: KindStore = {
   async read(holdfast, name) {
     const job = await holdfast.inspectJob(name);
     if (!job) return undefined;
-    // the run in progress is known by its instance's fingerprint only (the record keeps no label): see `holdfast jobs`
     return {
+      job,
       kind: 'job',
       name,
       held: job.running || job.lockedForMs > 0,

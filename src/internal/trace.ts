@@ -26,6 +26,7 @@ import {
 import { AcquireTimeoutError, LockNotHeldError, ReleaseFailedError, type LockLostError } from '../errors.js';
 import { heldKindOf } from '../kinds.js';
 import { now } from './clock.js';
+import { localLabelOf } from './label.js';
 
 const acquireChannel = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
 const releaseChannel = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
@@ -82,6 +83,7 @@ export function traceAcquire<T>(kind: PrimitiveKind, name: string, options: unkn
     kind,
     name,
     fingerprint: typeof owner === 'string' ? fingerprint(owner) : undefined,
+    label: localLabelOf(owner),
     attempts: 0,
     waitedMs: 0,
     outcome: undefined,
@@ -139,6 +141,7 @@ function acquired(ctx: AcquireContext, start: number, result: unknown): void {
   const facts = held?.diagnostics?.();
   if (!facts) return;
   if (facts.fingerprint !== undefined) ctx.fingerprint = facts.fingerprint;
+  ctx.label ??= localLabelOf(ownerOf(held));
   ctx.token = facts.token;
   ctx.holdCount = facts.holdCount;
   ctx.permits = facts.permits;
@@ -149,6 +152,13 @@ function acquired(ctx: AcquireContext, start: number, result: unknown): void {
 function failed(ctx: AcquireContext, start: number, error: unknown, options: unknown): void {
   ctx.waitedMs = now() - start;
   ctx.outcome = outcomeOf(error, options);
+}
+
+/** The owner id of a held object (a permit's id), to find its client's label. */
+function ownerOf(held: unknown): unknown {
+  if (typeof held !== 'object' || held === null) return undefined;
+  const h = held as { owner?: unknown; id?: unknown };
+  return h.owner ?? h.id;
 }
 
 function optionOf(options: unknown, key: string): unknown {
@@ -174,6 +184,7 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
       kind: acquisition.kind,
       name: acquisition.name,
       fingerprint: acquisition.fingerprint,
+      label: acquisition.label,
       token: acquisition.token,
       heldMs: now() - held.acquiredAt,
       outcome: undefined,
@@ -181,7 +192,16 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
   } else {
     const facts = held.diagnostics();
     if (!facts) return run();
-    ctx = { id: undefined, kind: facts.kind, name: facts.name, fingerprint: facts.fingerprint, token: facts.token, heldMs: undefined, outcome: undefined };
+    ctx = {
+      id: undefined,
+      kind: facts.kind,
+      name: facts.name,
+      fingerprint: facts.fingerprint,
+      label: localLabelOf(ownerOf(held)),
+      token: facts.token,
+      heldMs: undefined,
+      outcome: undefined,
+    };
   }
   const channel = releaseChannel.start;
   return channel.hasSubscribers ? channel.runStores(ctx, releaseTraced, undefined, ctx, run) : releaseTraced(ctx, run);
@@ -219,7 +239,7 @@ function releaseOutcome(error: unknown): ReleaseOutcome {
 /** Publishes a lost hold on `holdfast:lost` (`kind`: a hold engine's word or a channel kind, see {@link kindOf}). */
 export function publishLost(kind: string, name: string, hold: TracedHold, error: LockLostError): void {
   if (!lostChannel.hasSubscribers) return;
-  const message: LostMessage = { kind: kindOf(kind), name, fingerprint: hold.fingerprint, token: hold.token, reason: error.reason, error };
+  const message: LostMessage = { kind: kindOf(kind), name, fingerprint: hold.fingerprint, label: localLabelOf(ownerOf(hold)), token: hold.token, reason: error.reason, error };
   lostChannel.publish(message);
 }
 
@@ -239,6 +259,7 @@ export function traceRenew(
       kind: kindOf(kind),
       name,
       fingerprint: hold.fingerprint,
+      label: localLabelOf(ownerOf(hold)),
       token: hold.token,
       source,
       leaseMs,
@@ -263,6 +284,6 @@ export function traceRenew(
 /** Publishes a fair-lock hand-off on `holdfast:handoff`. */
 export function publishHandoff(name: string, hold: TracedHold, stage: HandoffMessage['stage']): void {
   if (!handoffChannel.hasSubscribers) return;
-  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, token: hold.token, stage };
+  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, label: localLabelOf(ownerOf(hold)), token: hold.token, stage };
   handoffChannel.publish(message);
 }
