@@ -246,6 +246,15 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(ok.status, 200);
       assert.deepEqual(await ok.json(), { kind: 'lock', name: 'stuck', unlocked: true });
       assert.equal(await holdfast.lock('stuck').isLocked(), false);
+      // every kind the registry can force: a read-write lock's readers; a counting semaphore cannot be forced
+      const reader = await holdfast.readWriteLock('shelf').readLock().acquire({ lease: 30_000 });
+      const post = (body: object) =>
+        fetch(new URL('/api/unlock', rw.url), { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Holdfast-Dashboard': 'unlock' }, body: JSON.stringify(body) });
+      assert.deepEqual(await (await post({ kind: 'read-write-lock', name: 'shelf' })).json(), { kind: 'read-write-lock', name: 'shelf', unlocked: true });
+      await assert.rejects(reader.release(), { code: 'LOCK_NOT_HELD' });
+      const refused = await post({ kind: 'semaphore', name: 'shelf' });
+      assert.equal(refused.status, 400);
+      assert.match(await refused.text(), /"read-write-lock"/);
     } finally {
       await rw.stop();
       await held.release().catch(() => {});
