@@ -15,11 +15,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { Holdfast, type JobInfo, type KindName, type KindState } from '../index.js';
+import { Holdfast, STORED_KINDS, type JobInfo, type KindName, type KindState } from '../index.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, durationOption, out, parse, UsageError } from './common.js';
 import { connect } from './connect.js';
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS } from './dashboard-page.js';
-import { globEscape, kindOfKey, STORED_KINDS } from './inspect.js';
+import { globEscape, kindOfKey } from './inspect.js';
 
 /** A holder as the page shows it: its fingerprint and label, never its owner id. */
 export interface HolderView {

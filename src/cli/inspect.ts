@@ -6,12 +6,9 @@
  *
  * @module
  */
-import { Holdfast, KINDS, type HolderState, type KindEntry, type KindState, type KindStore, type WaiterState } from '../index.js';
+import { Holdfast, STORED_KINDS, type HolderState, type KindState, type WaiterState } from '../index.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, formatMs, durationOption, out, parse, table, UsageError } from './common.js';
 import { connect } from './connect.js';
-
-/** The kinds that live in Redis, with their store (the registry's, src/kinds.ts). */
-export const STORED_KINDS = KINDS.filter((entry): entry is KindEntry & { store: KindStore } => entry.store !== undefined);
 
 /** Which stored kind a key of `holdfast`'s prefix belongs to, with the name: `undefined` for keys no kind owns. */
 export function kindOfKey(holdfast: Holdfast, key: string): { entry: (typeof STORED_KINDS)[number]; name: string } | undefined {
