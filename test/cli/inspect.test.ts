@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Holdfast } from '../../src/index.js';
-import { ensureBuilt, run, until } from '../support/cli.js';
+import { hostname } from 'node:os';
+import { ensureBuilt, run, start, until } from '../support/cli.js';
 import { fingerprint } from '../../src/index.js';
 import type { LockView } from '../../src/cli/inspect.js';
 import { rawCommand, RedisServer } from '../support/redis-server.js';
@@ -267,6 +268,18 @@ describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 
       await Promise.all([lock.release(), fair.release(), read.release(), permit.release()]);
       await holdfast.semaphore('k:sem').delete();
       await holdfast.countDownLatch('k:latch').delete();
+    }
+  });
+
+  it('a lock held by holdfast exec shows its host and pid as its label', async () => {
+    const exec = start(['exec', '--prefix', 'app:', 'cron:backup', '--', process.execPath, '-e', 'setTimeout(() => {}, 20000)'], env);
+    try {
+      await until(async () => (await inspectJson('cron:backup'))[0]?.held === true, 15_000);
+      const [view] = await inspectJson('cron:backup');
+      assert.equal(view!.label, `${hostname()}:${exec.child.pid}`);
+    } finally {
+      exec.child.kill('SIGTERM');
+      await exec.done;
     }
   });
 
