@@ -271,6 +271,8 @@ export class Dashboard {
   #last: DashboardSnapshot | undefined;
   #reading: Promise<DashboardSnapshot> | undefined;
   readonly #clock = new HoldClock();
+  /** The last snapshot each stream was sent. */
+  readonly #sent = new WeakMap<ServerResponse, DashboardSnapshot>();
   /** Host headers accepted (the address the server listens on, and localhost for a loopback one): no DNS rebinding. */
   #hosts = new Set<string>();
 
@@ -380,7 +382,12 @@ export class Dashboard {
   async #push(): Promise<void> {
     const snapshot = await this.read();
     const data = `data: ${JSON.stringify(snapshot)}\n\n`;
-    for (const res of this.#streams) res.write(data);
+    for (const res of this.#streams) {
+      // two pushes that shared one reading (a page that connected while the timer's reading ran) send it once
+      if (this.#sent.get(res) === snapshot) continue;
+      this.#sent.set(res, snapshot);
+      res.write(data);
+    }
   }
 
   async #unlock(req: IncomingMessage, res: ServerResponse): Promise<void> {

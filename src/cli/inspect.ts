@@ -60,9 +60,8 @@ export interface LockView {
 }
 
 function viewOf(state: KindState): LockView {
-  const one = state.holders.length === 1 ? state.holders[0] : undefined;
-  const exclusive = state.holders.find((h) => h.side === 'write') ?? (state.kind === 'lock' || state.kind === 'fair-lock' ? one : undefined);
-  const single = exclusive ?? one;
+  // the one holder the flat fields describe: a writer, or the only holder
+  const single = state.holders.find((h) => h.side === 'write') ?? (state.holders.length === 1 ? state.holders[0] : undefined);
   return {
     name: state.name,
     kind: state.kind,
