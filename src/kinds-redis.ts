@@ -51,6 +51,14 @@ export async function labelsOf(core: Core, owners: readonly string[]): Promise<M
   return labels;
 }
 
+/** The label of a scheduler instance by its fingerprint (that of its client id: the key of its client's label). */
+async function instanceLabel(core: Core, instance: string | null): Promise<string | null> {
+  if (instance === null) return null;
+  const key = core.keys.clientLabel(instance);
+  const label = await core.command(['GET', key], key);
+  return typeof label === 'string' ? label : Buffer.isBuffer(label) ? label.toString() : null;
+}
+
 /** Fills in fingerprints and labels. */
 async function people(core: Core, holders: Omit<HolderState, 'fingerprint' | 'label'>[], waiters: Omit<WaiterState, 'fingerprint' | 'label'>[]) {
   const labels = await labelsOf(core, [...holders.map((h) => h.owner), ...waiters.map((w) => w.owner)]);
@@ -223,8 +231,10 @@ const jobStore: KindStore = {
   async read(holdfast, name) {
     const job = await holdfast.inspectJob(name);
     if (!job) return undefined;
+    const core = coreOf(holdfast);
+    const [runningOnLabel, lastRunByLabel] = await Promise.all([instanceLabel(core, job.runningOn), instanceLabel(core, job.lastRunBy)]);
     return {
-      job,
+      job: { ...job, runningOnLabel, lastRunByLabel },
       kind: 'job',
       name,
       held: job.running || job.lockedForMs > 0,

@@ -76,8 +76,8 @@ export interface KindState {
   acquired?: number;
   /** The count (latch). */
   count?: number;
-  /** A run-once job's record (its instances by fingerprint: the record keeps no owner id of a finished run). */
-  job?: JobInfo;
+  /** A run-once job's record (its instances by fingerprint, with their clients' labels while they run). */
+  job?: JobInfo & { runningOnLabel: string | null; lastRunByLabel: string | null };
 }
 
 /** How one kind lives in Redis. */

@@ -169,9 +169,10 @@ export const DASHBOARD_JS = `'use strict';
       const j = e.job;
       remaining = e.remainingTtl;
       showBar = j.running;
-      const rows = [['now', j.running ? 'running on ' + (j.runningOn || '?') + ' for ' + ms(j.runningForMs) : e.remainingTtl ? 'locked ' + ms(e.remainingTtl) : 'idle']];
+      const by = (fp, label) => (fp ? who({ holder: fp, label }) : '-');
+      const rows = [['now', j.running ? 'running on ' + by(j.runningOn, j.runningOnLabel) + ' for ' + ms(j.runningForMs) : e.remainingTtl ? 'locked ' + ms(e.remainingTtl) : 'idle']];
       if (j.schedule) rows.push(['schedule', j.schedule]);
-      rows.push(['last run', j.lastRunTick ? new Date(j.lastRunTick).toLocaleString() : '-'], ['by', j.lastRunBy || '-'], ['took', ms(j.lastRunMs)]);
+      rows.push(['last run', j.lastRunTick ? new Date(j.lastRunTick).toLocaleString() : '-'], ['by', by(j.lastRunBy, j.lastRunByLabel)], ['took', ms(j.lastRunMs)]);
       rows.push(['result', j.lastRunTick === null ? '-' : j.lastError === null ? 'ok' : 'failed' + (j.failuresInARow > 1 ? ' ×' + j.failuresInARow : '') + ': ' + j.lastError]);
       body.append(facts(rows));
     } else {
@@ -185,7 +186,7 @@ export const DASHBOARD_JS = `'use strict';
       body.append(button);
     }
     const people = [...e.holders, ...e.queue].flatMap((h) => [h.holder, h.label || '']);
-    if (e.job) people.push(e.job.runningOn || '', e.job.lastRunBy || '');
+    if (e.job) people.push(e.job.runningOn || '', e.job.runningOnLabel || '', e.job.lastRunBy || '', e.job.lastRunByLabel || '');
     card.dataset.search = [e.name, e.kind, ...people].join(' ').toLowerCase();
   }
   function render(snapshot) {

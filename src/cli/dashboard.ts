@@ -68,8 +68,8 @@ export interface DashboardEntry {
   available?: number;
   acquired?: number;
   count?: number;
-  /** A run-once job's record (fingerprints of instances, never an owner id). */
-  job?: JobInfo;
+  /** A run-once job's record (instances by fingerprint and label, never an owner id). */
+  job?: JobInfo & { runningOnLabel: string | null; lastRunByLabel: string | null };
 }
 
 /** What the page gets on every update. */

@@ -163,7 +163,7 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
     const labelled = new Holdfast({ redis, prefix: 'dash:', label: 'worker-7:4242' });
     const held = await labelled.lock('busy').acquire({ lease: 30_000 });
     const waiting = [holdfast.lock('busy').acquire({ timeout: 20_000 }), holdfast.lock('busy').acquire({ timeout: 20_000 })];
-    const scheduler = holdfast.scheduler({ onError: () => {} });
+    const scheduler = labelled.scheduler({ onError: () => {} });
     const claim = await scheduler.claim('nightly', Date.UTC(2030, 0, 1), { lockAtMostFor: 30_000, schedule: '0 3 * * *' });
     assert.ok(claim);
     const dash = await startDashboard(['--prefix', 'dash:', '--interval', '200'], env);
@@ -185,8 +185,9 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(job.held, true);
       assert.equal(job.job?.runningOn, scheduler.fingerprint);
       assert.equal(job.job?.schedule, '0 3 * * *');
+      assert.equal(job.job?.runningOnLabel, 'worker-7:4242');
       const text = JSON.stringify(await snapshot());
-      assert.ok(!text.includes(held.owner) && !text.includes(holdfast.core.clientId), 'no owner id, no client id');
+      assert.ok(!text.includes(held.owner) && !text.includes(labelled.core.clientId) && !text.includes(holdfast.core.clientId), 'no owner id, no client id');
     } finally {
       await dash.stop();
       await held.release();
