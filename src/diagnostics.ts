@@ -17,8 +17,8 @@
  *
  * @module
  */
-import crypto from 'node:crypto';
 import type { LockLostError, LockLostReason } from './errors.js';
+import type { HeldKind } from './kinds.js';
 
 /** The names of holdfast's diagnostics channels. */
 export const CHANNELS = {
@@ -35,23 +35,11 @@ export const CHANNELS = {
 } as const;
 
 /**
- * Which primitive a message is about. The `zk-` kinds are those of `holdfast/zookeeper`: its lock, the two sides of its
+ * Which primitive a message is about: a kind of the registry (src/kinds.ts), or a side of a read-write lock
+ * (`read-lock`, `write-lock`). The `zk-` kinds are those of `holdfast/zookeeper`: its lock, the two sides of its
  * read-write lock, and its semaphore.
  */
-export type PrimitiveKind =
-  | 'lock'
-  | 'fair-lock'
-  | 'read-lock'
-  | 'write-lock'
-  | 'semaphore'
-  | 'permit-semaphore'
-  | 'multi-lock'
-  | 'redlock'
-  | 'redlock-semaphore'
-  | 'zk-lock'
-  | 'zk-read-lock'
-  | 'zk-write-lock'
-  | 'zk-semaphore';
+export type PrimitiveKind = HeldKind;
 
 /** How an acquisition ended. `timed-out` also covers a `tryAcquire()` that found the resource busy. */
 export type AcquireOutcome = 'acquired' | 'timed-out' | 'aborted' | 'error';
@@ -69,6 +57,8 @@ export interface AcquireContext {
   readonly name: string;
   /** The owner's fingerprint: known at the start for an explicit `owner`, else once acquired. */
   fingerprint: string | undefined;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  label?: string | undefined;
   /**
    * Attempts made so far: calls to Redis (a multi-lock counts one; its locks publish their own), or on ZooKeeper
    * looks at the queue (0 for a re-entry, which asks the server nothing).
@@ -98,6 +88,8 @@ export interface ReleaseContext {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string | undefined;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number | undefined;
   /** ms from the acquisition to this release, when the acquisition was traced. */
@@ -116,6 +108,8 @@ export interface LostMessage {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** Why (the error's `reason`). */
@@ -132,6 +126,8 @@ export interface RenewMessage {
   readonly name: string;
   /** The owner's fingerprint (see {@link fingerprint}), never the owner id. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /** `watchdog`: the automatic renewal; `extend`: an explicit `extend(ms)`. */
@@ -154,6 +150,8 @@ export interface HandoffMessage {
   readonly name: string;
   /** The new holder's fingerprint. */
   readonly fingerprint: string;
+  /** The label of the holder's client (its `label` option), when it has one: never the owner id. */
+  readonly label?: string | undefined;
   /** The fencing token of the hold (0 where the primitive has none). */
   readonly token: number;
   /**
@@ -164,14 +162,8 @@ export interface HandoffMessage {
 }
 
 /**
- * The fingerprint of an owner id (or a permit id): the first 12 hex digits of its SHA-256. It names a holder in
- * diagnostics and in `holdfast dashboard` without giving away the id, which is a release capability. The same id
- * gives the same fingerprint in every process.
+ * The fingerprint of an owner id (or a permit id): the first 12 hex digits of its SHA-1. It names a holder in
+ * diagnostics, in `readers()`, in `holdfast inspect`/`jobs` and in `holdfast dashboard` without giving away the id,
+ * which is a release capability. The same id gives the same fingerprint in every process (and in Lua).
  */
-export function fingerprint(owner: string): string {
-  return sha256(owner).slice(0, 12);
-}
-
-// crypto.hash (one call, no Hash object) from Node 20.12 on
-const sha256: (text: string) => string =
-  typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'hex') : (text) => crypto.createHash('sha256').update(text).digest('hex');
+export { fingerprint } from './internal/fingerprint.js';

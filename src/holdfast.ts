@@ -13,6 +13,7 @@ import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
 import { checkReplicaSync, type ReplicaSync } from './internal/replica-sync.js';
+import { checkLabel, LabelAnnouncer } from './internal/label.js';
 import type { ReleaseEvent } from './internal/events.js';
 import { FairLock, type FairLockOptions } from './primitives/fair-lock.js';
 import { Lock, type AcquireOptions, type LockScope } from './primitives/lock.js';
@@ -81,6 +82,15 @@ export interface HoldfastOptions {
    * @default "warn"
    */
   evictionPolicy?: 'warn' | 'refuse' | 'ignore';
+  /**
+   * A label for this client's holders, e.g. `` `${hostname()}:${process.pid}` ``: `holdfast inspect`, `holdfast jobs`,
+   * the dashboard and the diagnostics payloads show it next to a holder's fingerprint, so that an operator can tell
+   * which host and process holds what. It is not a secret and never the owner id. 1 to 200 printable characters.
+   * The client keeps it in one small key (`<prefix>label:{<fingerprint>}`, a 60 s TTL refreshed every 20 s in the
+   * background, deleted by `close()`); no acquisition waits for it.
+   * @default undefined: holders are shown by fingerprint only
+   */
+  label?: string;
 }
 
 const OPTION_KEYS = [
@@ -93,6 +103,7 @@ const OPTION_KEYS = [
   'shardedPubSub',
   'replicaSync',
   'evictionPolicy',
+  'label',
 ] as const;
 const EVICTION_POLICIES = ['warn', 'refuse', 'ignore'] as const;
 
@@ -126,6 +137,7 @@ export function toTransport(redis: unknown): RedisTransport {
 export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** @internal */
   readonly core: Core;
+  readonly #label: LabelAnnouncer | undefined;
 
   constructor(options: HoldfastOptions) {
     super();
@@ -149,6 +161,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       replicaSync: checkReplicaSync(opts.replicaSync, 'options.replicaSync'),
       evictionPolicy: opts.evictionPolicy ?? 'warn',
     };
+    const label = checkLabel(opts.label);
     if (!EVICTION_POLICIES.includes(settings.evictionPolicy)) {
       throw new TypeError(`options.evictionPolicy must be one of ${EVICTION_POLICIES.join(', ')}, got ${String(opts.evictionPolicy)}`);
     }
@@ -163,6 +176,12 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
         else process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
       },
     );
+    this.#label = label === undefined ? undefined : new LabelAnnouncer(this.core, label);
+  }
+
+  /** This client's `label` option, or `undefined`. */
+  get label(): string | undefined {
+    return this.#label?.label;
   }
 
   /** The settings in force (defaults filled in). */
@@ -308,6 +327,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
    * closes the pub/sub connection. Your Redis client stays open. Idempotent.
    */
   close(): Promise<void> {
+    this.#label?.stop();
     return this.core.close();
   }
 

@@ -92,6 +92,8 @@ export {
 export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
 export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';
+export { KINDS, type KindEntry, type KindName, type KindState, type KindStore, type HeldKind, type HolderState, type WaiterState } from './kinds.js';
+export { STORED_KINDS } from './kinds-redis.js';
 export {
   CHANNELS,
   fingerprint,

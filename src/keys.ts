@@ -38,6 +38,7 @@
  * | `holdfast:{orders:42}:qsem:<i>`  | string | the lease           | Redlock semaphore: permit slot i → owner |
  * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
  * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
+ * | `holdfast:label:{<client fp>}`   | string | 60 s, refreshed     | a client's `label` option, for inspections |
  *
  * Some scripts build a channel from a key they were given instead of receiving it, to keep every request short: the
  * lock's release builds `:ch` from `:lock`, the read-write lock's releases build `rw:ch` and `rw:ev` from `rw:w`, the
@@ -279,6 +280,13 @@ export class Keys {
   /** Fenced resource: a hash `{v = value, t = last accepted token}`. */
   fenced(name: string): string {
     return `${this.base(name)}:fenced`;
+  }
+  /**
+   * The label of one client (its `label` option), by the fingerprint of its client id: how inspections in other
+   * processes name a holder. Outside the `{name}` keys, so that no listing takes it for a primitive.
+   */
+  clientLabel(clientFingerprint: string): string {
+    return `${this.prefix}label:{${clientFingerprint}}`;
   }
   /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
   nameOf(key: string): string | undefined {

@@ -118,55 +118,77 @@ export const DASHBOARD_JS = `'use strict';
     if (items) s.append(items);
     return s;
   }
+  const who = (h) => (h.label ? h.holder + ' · ' + h.label : h.holder);
+  const heldFor = (h) => (h.heldForAtLeast ? '≥ ' : '') + ms(h.heldForMs);
   function leaseList(key, leases, label) {
     const ul = el('ul');
     for (const l of leases) {
       const li = el('li', 'holder-lease');
-      li.append(el('span', 'holder', l.holder), document.createTextNode(label(l)), bar(key + '\\u0000' + l.holder, l.remainingTtl));
+      li.append(el('span', 'holder', who(l)), document.createTextNode(label(l)), bar(key + '\\u0000' + l.holder, l.remainingTtl));
       ul.append(li);
     }
     return ul;
   }
-
+  function waiterList(queue) {
+    const ol = el('ol');
+    for (const w of queue) ol.append(el('li', 'waiter', who(w) + (w.waitedMs === undefined ? '' : ' · waiting ' + ms(w.waitedMs))));
+    return ol;
+  }
   function fill(card, e) {
     const key = e.kind + '\\u0000' + e.name;
     const body = card.querySelector('.body');
     body.replaceChildren();
-    let held = false;
     let remaining = null;
-    if (e.kind === 'lock' || e.kind === 'fair-lock') {
-      held = e.holder !== null;
-      remaining = e.remainingTtl;
-      const rows = [['holder', e.holder === null ? '(handing over)' : e.holder], ['holds', e.holdCount], ['token', e.token], ['last token', e.lastToken]];
+    let showBar = false;
+    if (e.kind === 'lock' || e.kind === 'fair-lock' || e.kind === 'read-write-lock') {
+      const rw = e.kind === 'read-write-lock';
+      const h = rw ? e.holders.find((x) => x.side === 'write') : e.holders[0];
+      remaining = h ? h.remainingTtl : null;
+      showBar = !!h;
+      const rows = [[rw ? 'writer' : 'holder', h ? h.holder : '-']];
+      if (h && h.label) rows.push(['label', h.label]);
+      if (h) rows.push(['holds', h.holdCount], ['held for', heldFor(h)]);
+      rows.push(['token', e.token], ['last token', e.lastToken], [rw ? 'waiting writers' : 'waiting', e.waiters === null ? '-' : e.waiters]);
       body.append(facts(rows));
-      if (e.kind === 'fair-lock') {
-        const ol = el('ol');
-        for (const w of e.queue) ol.append(el('li', 'waiter', w));
-        body.append(section('queue: ' + e.queueLength + ' waiting', e.queue.length ? ol : null));
+      if (rw) {
+        const readers = e.holders.filter((x) => x.side === 'read');
+        body.append(section('readers: ' + readers.length, readers.length ? leaseList(key, readers, (r) => ' × ' + r.holdCount + ' · held ' + heldFor(r)) : null));
+      } else if (e.queue.length || e.waiters) {
+        body.append(section((e.kind === 'fair-lock' ? 'queue: ' : 'waiters: ') + e.waiters + ' waiting', e.queue.length ? waiterList(e.queue) : null));
       }
-    } else if (e.kind === 'read-write-lock') {
-      remaining = e.writer ? e.writer.remainingTtl : null;
-      body.append(facts([['writer', e.writer ? e.writer.holder : '-'], ['write holds', e.writer ? e.writer.holdCount : 0], ['token', e.token], ['waiting writers', e.waitingWriters], ['last token', e.lastToken]]));
-      body.append(section('readers: ' + e.readers.length, e.readers.length ? leaseList(key, e.readers, (r) => ' × ' + r.holdCount) : null));
     } else if (e.kind === 'permit-semaphore') {
-      body.append(facts([['free', e.available], ['held', e.acquired], ['leases', e.leases.length]]));
-      if (e.leases.length) body.append(section('leases', leaseList(key, e.leases, (l) => ' · ' + l.permits + (l.permits === 1 ? ' permit' : ' permits'))));
+      body.append(facts([['free', e.available], ['held', e.acquired], ['leases', e.holders.length]]));
+      if (e.holders.length) body.append(section('leases', leaseList(key, e.holders, (l) => ' · ' + l.permits + (l.permits === 1 ? ' permit' : ' permits') + ' · held ' + heldFor(l))));
     } else if (e.kind === 'semaphore') {
       body.append(facts([['free permits', e.available]]));
     } else if (e.kind === 'latch') {
       remaining = e.remainingTtl;
+      showBar = remaining !== null;
       body.append(facts([['count', e.count]]));
+    } else if (e.kind === 'job' && e.job) {
+      const j = e.job;
+      remaining = e.remainingTtl;
+      showBar = j.running;
+      const by = (fp, label) => (fp ? who({ holder: fp, label }) : '-');
+      const rows = [['now', j.running ? 'running on ' + by(j.runningOn, j.runningOnLabel) + ' for ' + ms(j.runningForMs) : e.remainingTtl ? 'locked ' + ms(e.remainingTtl) : 'idle']];
+      if (j.schedule) rows.push(['schedule', j.schedule]);
+      rows.push(['last run', j.lastRunTick ? new Date(j.lastRunTick).toLocaleString() : '-'], ['by', by(j.lastRunBy, j.lastRunByLabel)], ['took', ms(j.lastRunMs)]);
+      rows.push(['result', j.lastRunTick === null ? '-' : j.lastError === null ? 'ok' : 'failed' + (j.failuresInARow > 1 ? ' ×' + j.failuresInARow : '') + ': ' + j.lastError]);
+      body.append(facts(rows));
+    } else {
+      body.append(facts([['held', e.held ? 'yes' : 'no']]));
     }
-    if (e.kind === 'lock' || e.kind === 'fair-lock' || (e.kind === 'read-write-lock' && e.writer) || (e.kind === 'latch' && remaining !== null)) mainBar(card, key, remaining);
+    if (showBar) mainBar(card, key, remaining);
     else card.querySelector(':scope > .lease')?.remove();
-    if (last && last.allowUnlock && held) {
+    if (last && last.allowUnlock && e.held && last.forceable.includes(e.kind)) {
       const button = el('button', 'unlock', 'Force unlock…');
       button.addEventListener('click', () => unlock(e.kind, e.name));
       body.append(button);
     }
-    card.dataset.search = [e.name, e.kind, e.holder || '', (e.writer && e.writer.holder) || '', ...(e.queue || []), ...((e.readers || e.leases || []).map((l) => l.holder))].join(' ').toLowerCase();
+    const people = [...e.holders, ...e.queue].flatMap((h) => [h.holder, h.label || '']);
+    if (e.job) people.push(e.job.runningOn || '', e.job.runningOnLabel || '', e.job.lastRunBy || '', e.job.lastRunByLabel || '');
+    card.dataset.search = [e.name, e.kind, ...people].join(' ').toLowerCase();
   }
-
   function render(snapshot) {
     last = snapshot;
     document.getElementById('prefix').textContent = snapshot.prefix;
@@ -197,7 +219,7 @@ export const DASHBOARD_JS = `'use strict';
     const time = new Date(snapshot.at).toLocaleTimeString();
     status.className = snapshot.error ? 'bad' : '';
     status.textContent = snapshot.error
-      ? 'Redis: ' + snapshot.error + ' (showing the reading of ' + time + ')'
+      ? snapshot.error + (snapshot.entries.length ? ' (showing the reading of ' + time + ')' : '')
       : snapshot.entries.length + ' shown · ' + snapshot.scanned + ' keys scanned' + (snapshot.truncated ? ' (stopped at the cap: some may be missing)' : '') + ' · ' + time + (snapshot.allowUnlock ? ' · force-unlock on' : ' · read-only');
   }
 
@@ -209,7 +231,7 @@ export const DASHBOARD_JS = `'use strict';
       if (!card.hidden) visible++;
     }
     empty.hidden = visible > 0;
-    empty.textContent = cards.size === 0 ? 'Nothing held under this prefix.' : 'Nothing matches "' + search.value + '".';
+    empty.textContent = cards.size > 0 ? 'Nothing matches "' + search.value + '".' : last && last.error ? 'Cannot tell what is held: ' + last.error : 'Nothing held under this prefix.';
   }
 
   async function unlock(kind, name) {

@@ -1,60 +1,76 @@
 /**
- * `holdfast dashboard`: a live web page of the locks under a prefix. Each lock with its holder's fingerprint, hold
- * count, fencing token and remaining lease (a shrinking bar); a fair lock's queue; a read-write lock's writer and
- * readers; an expirable semaphore's permits and their leases; a counting semaphore's free permits; latch counts.
- * Pushed to the page with server-sent events, searchable there.
+ * `holdfast dashboard`: a live web page of everything held under a prefix, one card per primitive of every kind of
+ * the registry (src/kinds.ts): its holders by fingerprint and label (never an owner id), hold counts, fencing tokens,
+ * remaining leases (a shrinking bar) and how long they have held it; a lock's waiters, a fair lock's queue, a
+ * read-write lock's writer and readers, an expirable semaphore's permits and their leases, a counting semaphore's
+ * free permits, latch counts, run-once jobs. Pushed to the page with server-sent events, searchable there.
  *
- * Safety: read-only unless started with `--allow-unlock` (then force-unlock, behind a confirmation, for locks and
- * fair locks). Binds 127.0.0.1 unless told otherwise, and any other address needs `--token`. The page never shows an
- * owner id, a permit id (both release capabilities: it shows their fingerprints) or a password. Keys are walked with
- * SCAN and a cap. Values come from the primitives' own `inspect()` where they have one; the rest (a read-write lock's
- * readers, an expirable semaphore's leases) is read with plain read commands, never a script that writes.
+ * Safety: read-only unless started with `--allow-unlock` (then force-unlock, behind a confirmation, of every kind the
+ * registry can force free). Binds 127.0.0.1 unless told otherwise, and any other address needs `--token`. The page
+ * never shows an owner id, a permit id (both release capabilities: it shows their fingerprints) or a password. Keys
+ * are walked with SCAN and a cap; each primitive is read by its registry entry, with scripts that only read.
  *
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { fingerprint, Holdfast } from '../index.js';
+import { Holdfast, STORED_KINDS, type JobInfo, type KindName, type KindState } from '../index.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, EXIT, durationOption, out, parse, UsageError } from './common.js';
 import { connect } from './connect.js';
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_JS } from './dashboard-page.js';
-import { globEscape } from './inspect.js';
+import { globEscape, kindOfKey } from './inspect.js';
 
-/** A lease as the page shows it: a holder (fingerprint), its hold count and the ms left. */
-export interface LeaseView {
+/** A holder as the page shows it: its fingerprint and label, never its owner id. */
+export interface HolderView {
+  /** The owner's (or permit's) fingerprint. */
   holder: string;
+  /** Its client's label (the `label` client option), when it set one. */
+  label: string | null;
+  /** `read` / `write` on a read-write lock. */
+  side?: 'read' | 'write';
   holdCount: number;
   remainingTtl: number | null;
+  token?: number;
+  permits?: number;
+  /** ms since the dashboard first saw this hold (this token, this holder). */
+  heldForMs: number;
+  /** True when the hold was there at the dashboard's first reading: it has been held at least `heldForMs`. */
+  heldForAtLeast: boolean;
 }
 
-/** One entry of the dashboard (the `/api/snapshot` JSON shape). */
-export type DashboardEntry =
-  | { kind: 'lock'; name: string; holder: string | null; holdCount: number; token: number; remainingTtl: number | null; lastToken: number }
-  | {
-      kind: 'fair-lock';
-      name: string;
-      holder: string | null;
-      holdCount: number;
-      token: number;
-      remainingTtl: number | null;
-      lastToken: number;
-      queueLength: number;
-      /** Fingerprints of the live waiters, head first. */
-      queue: string[];
-    }
-  | {
-      kind: 'read-write-lock';
-      name: string;
-      writer: LeaseView | null;
-      token: number;
-      readers: LeaseView[];
-      waitingWriters: number;
-      lastToken: number;
-    }
-  | { kind: 'semaphore'; name: string; available: number }
-  | { kind: 'permit-semaphore'; name: string; available: number; acquired: number; leases: (LeaseView & { permits: number })[] }
-  | { kind: 'latch'; name: string; count: number; remainingTtl: number | null };
+/** A waiter as the page shows it. */
+export interface WaiterView {
+  /** Its owner's fingerprint. */
+  holder: string;
+  label: string | null;
+  /** ms it has waited (a plain lock's waiters). */
+  waitedMs?: number;
+}
+
+/** One entry of the dashboard (the `/api/snapshot` JSON shape): one primitive of a registry kind. */
+export interface DashboardEntry {
+  kind: KindName;
+  name: string;
+  /** Held (a latch: closed; a job: claimed). */
+  held: boolean;
+  holders: HolderView[];
+  /** The exclusive holder's fencing token, 0 when none. */
+  token: number;
+  /** The last token minted for the name, `null` for kinds that mint none. */
+  lastToken: number | null;
+  /** ms left on the exclusive holder's lease (or a latch's TTL, a job's lock). */
+  remainingTtl: number | null;
+  /** How many wait, `null` where Redis keeps no count. */
+  waiters: number | null;
+  /** The waiters Redis names, head (or longest waiting) first. */
+  queue: WaiterView[];
+  available?: number;
+  acquired?: number;
+  count?: number;
+  /** A run-once job's record (instances by fingerprint and label, never an owner id). */
+  job?: JobInfo & { runningOnLabel: string | null; lastRunByLabel: string | null };
+}
 
 /** What the page gets on every update. */
 export interface DashboardSnapshot {
@@ -67,29 +83,12 @@ export interface DashboardSnapshot {
   truncated: boolean;
   /** Whether the page may offer force-unlock. */
   allowUnlock: boolean;
+  /** The kinds the page may force free (when `allowUnlock`). */
+  forceable: KindName[];
   entries: DashboardEntry[];
-  /** Set when the last reading failed (e.g. Redis unreachable); `entries` then is the last good reading's. */
+  /** Set when the last reading failed (e.g. Redis unreachable); `entries` then is the last good reading's (empty when none). */
   error?: string;
 }
-
-type EntryKind = DashboardEntry['kind'];
-
-/** The key suffix after `{name}:` → which primitive it belongs to (see src/keys.ts). */
-const SUFFIXES: Record<string, EntryKind> = {
-  lock: 'lock',
-  fair: 'fair-lock',
-  'fair:q': 'fair-lock',
-  'rw:w': 'read-write-lock',
-  'rw:r': 'read-write-lock',
-  'rw:ww': 'read-write-lock',
-  sem: 'semaphore',
-  psem: 'permit-semaphore',
-  'psem:l': 'permit-semaphore',
-  latch: 'latch',
-};
-
-/** The order the kinds are listed in. */
-const ORDER: EntryKind[] = ['lock', 'fair-lock', 'read-write-lock', 'permit-semaphore', 'semaphore', 'latch'];
 
 /** What a reading needs. */
 export interface ReadOptions {
@@ -99,12 +98,15 @@ export interface ReadOptions {
   maxKeys?: number;
 }
 
+/** A reading before the dashboard adds what it remembers (held-for times). */
+export type Reading = Omit<DashboardSnapshot, 'allowUnlock' | 'forceable' | 'entries'> & { states: KindState[] };
+
 /** Finds the primitives under the client's prefix with SCAN (at most `maxKeys` keys) and reads each one. */
-export async function readDashboard(holdfast: Holdfast, options: ReadOptions = {}): Promise<Omit<DashboardSnapshot, 'allowUnlock'>> {
+export async function readDashboard(holdfast: Holdfast, options: ReadOptions = {}): Promise<Reading> {
   const keys = holdfast.core.keys;
   const maxKeys = options.maxKeys ?? 10_000;
   const pattern = `${globEscape(keys.prefix)}{${options.match ?? '*'}}:*`;
-  const found = new Map<EntryKind, Set<string>>();
+  const found = new Map<KindName, Set<string>>();
   let scanned = 0;
   let cursor = '0';
   let truncated = false;
@@ -117,128 +119,72 @@ export async function readDashboard(holdfast: Holdfast, options: ReadOptions = {
         break;
       }
       scanned++;
-      const name = keys.nameOf(key);
-      if (name === undefined) continue;
-      const kind = SUFFIXES[key.slice(keys.base(name).length + 1)];
-      if (kind === undefined) continue;
-      let names = found.get(kind);
-      if (!names) found.set(kind, (names = new Set()));
-      names.add(name);
+      const hit = kindOfKey(holdfast, key);
+      if (!hit) continue;
+      let names = found.get(hit.entry.kind);
+      if (!names) found.set(hit.entry.kind, (names = new Set()));
+      names.add(hit.name);
     }
     if (scanned >= maxKeys && cursor !== '0') truncated = true; // the cap, with keys left to look at
   } while (cursor !== '0' && !truncated);
-  const entries: DashboardEntry[] = [];
-  for (const kind of ORDER) {
+  const states: KindState[] = [];
+  for (const { kind, store } of STORED_KINDS) {
     const names = [...(found.get(kind) ?? [])].sort();
     // a few at a time: a dashboard must not flood the server it watches
     for (let i = 0; i < names.length; i += 16) {
-      const read = await Promise.all(names.slice(i, i + 16).map((name) => readOne(holdfast, kind, name)));
-      for (const entry of read) if (entry) entries.push(entry);
+      const read = await Promise.all(names.slice(i, i + 16).map((name) => store.read(holdfast, name)));
+      for (const state of read) if (state) states.push(state);
     }
   }
-  return { at: Date.now(), prefix: keys.prefix, scanned, truncated, entries };
+  return { at: Date.now(), prefix: keys.prefix, scanned, truncated, states };
 }
 
-const fp = (owner: string | null): string | null => (owner === null ? null : fingerprint(owner));
+/** Remembers when each hold was first seen (by kind, name, holder and token), for the held-for times. */
+export class HoldClock {
+  readonly #since = new Map<string, { at: number; atLeast: boolean }>();
+  #readings = 0;
 
-/** Reads one primitive; `undefined` when there is nothing to show any more (released since the SCAN). */
-async function readOne(holdfast: Holdfast, kind: EntryKind, name: string): Promise<DashboardEntry | undefined> {
-  const core = holdfast.core;
-  const k = core.keys;
-  switch (kind) {
-    case 'lock': {
-      const info = await holdfast.lock(name).inspect();
-      if (info.owner === null) return undefined;
-      return { kind, name, holder: fp(info.owner), holdCount: info.holdCount, token: info.token, remainingTtl: info.remainingTtl, lastToken: info.lastToken };
-    }
-    case 'fair-lock': {
-      const info = await holdfast.fairLock(name).inspect();
-      if (info.owner === null && info.queueLength === 0) return undefined;
+  /** The page's entries of a reading taken at `at`; holds no longer there are forgotten. */
+  entries(states: readonly KindState[], at: number): DashboardEntry[] {
+    const first = this.#readings++ === 0;
+    const live = new Set<string>();
+    const entries = states.map((state): DashboardEntry => {
+      const holders = state.holders.map((h): HolderView => {
+        const id = `${state.kind}\0${state.name}\0${h.fingerprint}\0${h.token ?? 0}`;
+        live.add(id);
+        let since = this.#since.get(id);
+        if (!since) this.#since.set(id, (since = { at, atLeast: first }));
+        return {
+          holder: h.fingerprint,
+          label: h.label,
+          ...(h.side === undefined ? {} : { side: h.side }),
+          holdCount: h.holdCount,
+          remainingTtl: h.remainingTtl,
+          ...(h.token === undefined ? {} : { token: h.token }),
+          ...(h.permits === undefined ? {} : { permits: h.permits }),
+          heldForMs: at - since.at,
+          heldForAtLeast: since.atLeast,
+        };
+      });
       return {
-        kind,
-        name,
-        holder: fp(info.owner),
-        holdCount: info.holdCount,
-        token: info.token,
-        remainingTtl: info.remainingTtl,
-        lastToken: info.lastToken,
-        queueLength: info.queueLength,
-        queue: info.waiters.map((w) => fingerprint(w)),
+        kind: state.kind,
+        name: state.name,
+        held: state.held,
+        holders,
+        token: state.token,
+        lastToken: state.lastToken,
+        remainingTtl: state.remainingTtl,
+        waiters: state.waiters,
+        queue: state.queue.map((w) => ({ holder: w.fingerprint, label: w.label, ...(w.waitedMs === undefined ? {} : { waitedMs: w.waitedMs }) })),
+        ...(state.available === undefined ? {} : { available: state.available }),
+        ...(state.acquired === undefined ? {} : { acquired: state.acquired }),
+        ...(state.count === undefined ? {} : { count: state.count }),
+        ...(state.job === undefined ? {} : { job: state.job }),
       };
-    }
-    case 'read-write-lock': {
-      const info = await holdfast.readWriteLock(name).inspect();
-      const [readers, counts, time] = await Promise.all([
-        core.command(['ZRANGE', k.rwReaders(name), '0', '-1', 'WITHSCORES'], k.rwReaders(name)),
-        core.command(['HGETALL', k.rwReadCounts(name)], k.rwReadCounts(name)),
-        core.command(['TIME']),
-      ]);
-      const nowMs = redisMs(time);
-      const holdCounts = hashOf(counts);
-      const readerViews = pairsOf(readers)
-        .map(([owner, expiry]) => ({ holder: fingerprint(owner), holdCount: Number(holdCounts.get(owner) ?? 1), remainingTtl: Math.max(0, Math.round(Number(expiry) - nowMs)) }))
-        .filter((r) => r.remainingTtl > 0);
-      if (info.writer === null && readerViews.length === 0 && info.waitingWriters === 0) return undefined;
-      return {
-        kind,
-        name,
-        writer: info.writer === null ? null : { holder: fingerprint(info.writer), holdCount: info.writeHoldCount, remainingTtl: info.remainingTtl },
-        token: info.token,
-        readers: readerViews,
-        waitingWriters: info.waitingWriters,
-        lastToken: info.lastToken,
-      };
-    }
-    case 'semaphore':
-      return { kind, name, available: await holdfast.semaphore(name).availablePermits() };
-    case 'permit-semaphore': {
-      const [free, leases, weights, time] = await Promise.all([
-        core.command(['GET', k.permits(name)], k.permits(name)),
-        core.command(['ZRANGE', k.permitLeases(name), '0', '-1', 'WITHSCORES'], k.permitLeases(name)),
-        core.command(['HGETALL', k.permitWeights(name)], k.permitWeights(name)),
-        core.command(['TIME']),
-      ]);
-      const nowMs = redisMs(time);
-      const permitsOf = hashOf(weights);
-      // expired leases are counted back as free (what the next operation's reclaim does), without writing
-      let available = Number(free ?? 0);
-      const live: (LeaseView & { permits: number })[] = [];
-      for (const [id, expiry] of pairsOf(leases)) {
-        const permits = Number(permitsOf.get(id) ?? 1);
-        const left = Math.round(Number(expiry) - nowMs);
-        if (left > 0) live.push({ holder: fingerprint(id), holdCount: 1, permits, remainingTtl: left });
-        else available += permits;
-      }
-      return { kind, name, available, acquired: live.reduce((n, l) => n + l.permits, 0), leases: live };
-    }
-    case 'latch': {
-      const [count, pttl] = (await Promise.all([core.command(['GET', k.latch(name)], k.latch(name)), core.command(['PTTL', k.latch(name)], k.latch(name))])) as [
-        string | null,
-        number,
-      ];
-      if (Number(count) <= 0) return undefined;
-      return { kind, name, count: Number(count), remainingTtl: Number(pttl) >= 0 ? Number(pttl) : null };
-    }
+    });
+    for (const id of this.#since.keys()) if (!live.has(id)) this.#since.delete(id);
+    return entries;
   }
-}
-
-/** `TIME` → ms. */
-function redisMs(reply: unknown): number {
-  const [s, us] = reply as [string, string];
-  return Number(s) * 1000 + Number(us) / 1000;
-}
-/** A `[a, 1, b, 2]` or `[[a, 1], [b, 2]]` reply → pairs. */
-function pairsOf(reply: unknown): [string, string][] {
-  if (!Array.isArray(reply)) return [];
-  if (reply.every((item) => Array.isArray(item))) return (reply as unknown[][]).map(([a, b]) => [String(a), String(b)]);
-  const pairs: [string, string][] = [];
-  for (let i = 0; i + 1 < reply.length; i += 2) pairs.push([String(reply[i]), String(reply[i + 1])]);
-  return pairs;
-}
-function hashOf(reply: unknown): Map<string, string> {
-  if (Array.isArray(reply)) return new Map(pairsOf(reply));
-  if (reply && typeof reply === 'object') return new Map(Object.entries(reply as Record<string, unknown>).map(([a, b]) => [a, String(b)]));
-  return new Map();
 }
 
 const OPTIONS = {
@@ -254,16 +200,17 @@ const OPTIONS = {
 
 export const DASHBOARD_HELP = `Usage: holdfast dashboard [options]
 
-A live web page of the locks under a prefix: holders (by fingerprint, never their owner ids), hold counts,
-fencing tokens, remaining leases, fair-lock queues, read-write lock readers and writer, semaphore permits and
-their leases, latch counts. Updated live, searchable. Prints its URL on the first line; stop it with Ctrl-C.
-Read-only unless --allow-unlock.
+A live web page of everything held under a prefix, every kind: holders (by fingerprint and client label, never
+their owner ids), hold counts, fencing tokens, remaining leases and how long each has been held, a lock's waiters,
+fair-lock queues, read-write lock readers and writer, semaphore permits and their leases, latch counts, run-once
+jobs. Updated live, searchable. Prints its URL on the first line; stop it with Ctrl-C. Read-only unless
+--allow-unlock.
 
 Options:
   --host <addr>        address to listen on (default: 127.0.0.1); any other needs --token
   --port <n>           port (default: 7420; 0 picks a free one)
   --token <secret>     required in the URL (?token=…) for every request (default: $HOLDFAST_DASHBOARD_TOKEN)
-  --allow-unlock       offer force-unlock of locks and fair locks (each behind a confirmation)
+  --allow-unlock       offer force-unlock of every kind that can be forced (each behind a confirmation)
   --interval <ms>      refresh period (default: 1000)
   --match <glob>       only lock names matching this Redis glob (e.g. 'orders:*')
   --max-keys <n>       stop the SCAN after this many keys (default: 10000)
@@ -299,7 +246,7 @@ export async function dashboardCommand(argv: string[]): Promise<number> {
   const connection = await connect({ url: values.url, connectTimeout: durationOption(values['connect-timeout'], 'connect-timeout', 'dashboard', 1) ?? 3000 });
   const holdfast = new Holdfast({ redis: connection.client, ...(values.prefix === undefined ? {} : { prefix: values.prefix }) });
   const readOptions: ReadOptions = { maxKeys, ...(values.match === undefined ? {} : { match: values.match }) };
-  const dashboard = new Dashboard(holdfast, readOptions, interval, allowUnlock, token);
+  const dashboard = new Dashboard(holdfast, readOptions, interval, allowUnlock, token, connection.where);
   try {
     const address = await dashboard.listen(host, port);
     out(address + (token === undefined ? '' : `?token=${encodeURIComponent(token)}`));
@@ -323,6 +270,9 @@ export class Dashboard {
   #timer: NodeJS.Timeout | undefined;
   #last: DashboardSnapshot | undefined;
   #reading: Promise<DashboardSnapshot> | undefined;
+  readonly #clock = new HoldClock();
+  /** The last snapshot each stream was sent. */
+  readonly #sent = new WeakMap<ServerResponse, DashboardSnapshot>();
   /** Host headers accepted (the address the server listens on, and localhost for a loopback one): no DNS rebinding. */
   #hosts = new Set<string>();
 
@@ -332,6 +282,8 @@ export class Dashboard {
     readonly interval: number,
     readonly allowUnlock: boolean,
     readonly token: string | undefined,
+    /** Where Redis is, for the message when it cannot be reached. @default 'Redis' */
+    readonly where = 'Redis',
   ) {}
 
   /** Starts listening; resolves the page's URL. */
@@ -357,12 +309,14 @@ export class Dashboard {
 
   /** One reading at a time, shared by every stream and snapshot request. */
   read(): Promise<DashboardSnapshot> {
+    const forceable = STORED_KINDS.filter((k) => k.store.forceFree).map((k) => k.kind);
     this.#reading ??= readDashboard(this.holdfast, this.options)
-      .then((s): DashboardSnapshot => ({ ...s, allowUnlock: this.allowUnlock }))
+      .then(({ states, ...s }): DashboardSnapshot => ({ ...s, allowUnlock: this.allowUnlock, forceable, entries: this.#clock.entries(states, s.at) }))
       .catch((error: unknown): DashboardSnapshot => ({
         ...(this.#last ?? { at: Date.now(), prefix: this.holdfast.core.keys.prefix, scanned: 0, truncated: false, entries: [] }),
         allowUnlock: this.allowUnlock,
-        error: error instanceof Error ? error.message : String(error),
+        forceable,
+        error: `cannot reach ${this.where}: ${error instanceof Error ? error.message : String(error)}`,
       }))
       .then((s) => {
         if (s.error === undefined) this.#last = s;
@@ -428,7 +382,12 @@ export class Dashboard {
   async #push(): Promise<void> {
     const snapshot = await this.read();
     const data = `data: ${JSON.stringify(snapshot)}\n\n`;
-    for (const res of this.#streams) res.write(data);
+    for (const res of this.#streams) {
+      // two pushes that shared one reading (a page that connected while the timer's reading ran) send it once
+      if (this.#sent.get(res) === snapshot) continue;
+      this.#sent.set(res, snapshot);
+      res.write(data);
+    }
   }
 
   async #unlock(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -446,10 +405,12 @@ export class Dashboard {
     }
     const { kind, name } = request;
     if (typeof name !== 'string' || name === '') return send(res, 400, 'text/plain', 'name must be a lock name\n');
-    let unlocked: boolean;
-    if (kind === 'lock') unlocked = await this.holdfast.lock(name).forceUnlock();
-    else if (kind === 'fair-lock') unlocked = await this.holdfast.fairLock(name).forceUnlock();
-    else return send(res, 400, 'text/plain', 'force-unlock is offered for kind "lock" and "fair-lock"\n');
+    const entry = STORED_KINDS.find((k) => k.kind === kind);
+    if (!entry?.store.forceFree) {
+      const offered = STORED_KINDS.filter((k) => k.store.forceFree).map((k) => `"${k.kind}"`);
+      return send(res, 400, 'text/plain', `force-unlock is offered for kinds ${offered.join(', ')}\n`);
+    }
+    const unlocked = await entry.store.forceFree(this.holdfast, name);
     send(res, 200, 'application/json', JSON.stringify({ kind, name, unlocked }));
     void this.#push();
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants } from 'node:os';
+import { constants, hostname } from 'node:os';
 import { AcquireTimeoutError, Holdfast, isHoldfastError, LockNotHeldError, RedisConnectionError, type HeldLock } from '../index.js';
 import { CliError, CONNECTION_HELP, CONNECTION_OPTIONS, durationOption, EXIT, intOption, parse, UsageError, warn } from './common.js';
 import { connect } from './connect.js';
@@ -116,6 +116,7 @@ export async function execCommand(argv: string[]): Promise<number> {
       watchdogLease: lease,
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
       commandTimeout: Math.min(5000, Math.max(50, Math.floor(lease / 3))),
+      label: `${hostname().slice(0, 180)}:${process.pid}`, // what inspect and the dashboard show for this holder
     });
     const cleanup = async () => {
       // bounded: a half-open connection must not keep holdfast from exiting

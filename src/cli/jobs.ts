@@ -16,7 +16,7 @@ export const JOBS_HELP = `Usage: holdfast jobs [options]
 
 Lists the run-once jobs scheduled under a prefix (holdfast's scheduler and its node-cron, cron and NestJS
 adapters), from their records in Redis: the last tick run, by which instance (a short fingerprint: the
-scheduler's \`fingerprint\`), how long it took, its error, and whether a run holds the job now. A job shows up once
+scheduler's \`fingerprint\`, with its client's label while it runs), how long it took, its error, and whether a run holds the job now. A job shows up once
 a tick of it was claimed, and is forgotten 7 days after its last one. SCAN over the keys, never KEYS.
 
 Options:
@@ -28,15 +28,25 @@ Examples:
   holdfast jobs
   holdfast jobs --match 'billing:*' --json | jq '.[] | select(.lastError != null)'`;
 
-function rows(views: JobInfo[]): string[][] {
+/** A job as `holdfast jobs --json` shows it: its record, and the labels of the instances in it (their `label` option). */
+export type JobView = JobInfo & {
+  /** The label of the instance that made the last finished run, while that client is alive and set one. */
+  lastRunByLabel: string | null;
+  /** The label of the instance running it now, when it set one. */
+  runningOnLabel: string | null;
+};
+
+const withLabel = (fp: string | null, label: string | null): string => (fp === null ? '-' : label === null ? fp : `${fp} (${label})`);
+
+function rows(views: JobView[]): string[][] {
   return views.map((v) => [
     v.name,
     v.schedule ?? '-',
     v.lastRunTick ?? '-',
-    v.lastRunBy ?? '-',
+    withLabel(v.lastRunBy, v.lastRunByLabel),
     formatMs(v.lastRunMs),
     v.lastRunTick === null ? '-' : v.lastError === null ? 'ok' : `failed${v.failuresInARow > 1 ? ` ×${v.failuresInARow}` : ''}: ${v.lastError}`,
-    v.running ? `running on ${v.runningOn ?? '?'} for ${formatMs(v.runningForMs)}` : v.lockedForMs > 0 ? `locked ${formatMs(v.lockedForMs)}` : '-',
+    v.running ? `running on ${withLabel(v.runningOn, v.runningOnLabel)} for ${formatMs(v.runningForMs)}` : v.lockedForMs > 0 ? `locked ${formatMs(v.lockedForMs)}` : '-',
   ]);
 }
 const HEADER = ['NAME', 'SCHEDULE', 'LAST RUN (TICK)', 'BY', 'TOOK', 'RESULT', 'NOW'];
@@ -66,10 +76,21 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         if (name !== undefined && key === keys.job(name)) names.add(name);
       }
     } while (cursor !== '0' && names.size < limit);
-    const found: JobInfo[] = [];
+    const found: JobView[] = [];
+    const labels = new Map<string, Promise<string | null>>();
+    // an instance's fingerprint is that of its client id: its label key is found by it (see the `label` client option)
+    const labelOf = (fp: string | null): Promise<string | null> => {
+      if (fp === null) return Promise.resolve(null);
+      let label = labels.get(fp);
+      if (!label) {
+        const key = keys.clientLabel(fp);
+        labels.set(fp, (label = holdfast.core.command(['GET', key], key).then((v) => (typeof v === 'string' ? v : null))));
+      }
+      return label;
+    };
     for (const name of [...names].sort().slice(0, limit)) {
       const view = await holdfast.inspectJob(name);
-      if (view) found.push(view);
+      if (view) found.push({ ...view, lastRunByLabel: await labelOf(view.lastRunBy), runningOnLabel: await labelOf(view.runningOn) });
     }
     if (values.json) out(JSON.stringify(found));
     else if (found.length === 0) out('no jobs recorded');

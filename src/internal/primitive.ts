@@ -14,6 +14,7 @@
 import type { Core } from '../core.js';
 import type { AcquireContext, PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError, LockNotHeldError, ReplicationNotReachedError } from '../errors.js';
+import { heldTitle } from '../kinds.js';
 import type { ReleaseMode } from '../lua/codes.js';
 import { mayHaveRun } from '../script.js';
 import { acquireParams, type AcquireParams, type BaseAcquireOptions } from './acquire.js';
@@ -30,10 +31,8 @@ export type { ReleaseMode } from '../lua/codes.js';
 
 /** What a primitive tells its template. `H`: its held object. */
 export interface PrimitiveSpec<H extends LeasedHeld> {
-  /** Which primitive: the diagnostics kind (see `PrimitiveKind`). */
+  /** Which primitive: its held kind in the registry of kinds (src/kinds.ts), which also gives the word its messages use. */
   readonly kind: PrimitiveKind;
-  /** What it is in words, for messages: `lock`, `fair lock`, `read lock`, `write lock`, `permit`. */
-  readonly noun: string;
   /** The acquire options it accepts (every other key is a `TypeError`). */
   readonly acquireKeys: readonly string[];
   /**
@@ -110,19 +109,19 @@ export interface Acquisition<R> {
  */
 export class Template<H extends LeasedHeld> implements HoldOps {
   readonly table: HoldTable;
+  /** What the primitive is in words, for messages (the registry's title of its held kind: `fair lock`, `permit`). */
+  readonly kind: string;
 
   constructor(
     readonly core: Core,
     readonly name: string,
     readonly spec: PrimitiveSpec<H>,
   ) {
+    this.kind = heldTitle(spec.kind);
     this.table = new HoldTable(this, core);
   }
 
   // The hold engine's view (HoldOps).
-  get kind(): string {
-    return this.spec.noun;
-  }
   renew(owner: string, leaseMs: number): Promise<boolean> {
     return this.spec.renew(owner, leaseMs);
   }
@@ -245,7 +244,7 @@ export class Template<H extends LeasedHeld> implements HoldOps {
     const lease = optDuration(opts.lease, 'options.lease');
     this.core.assertOpen();
     const adopted = await this.table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
-    if (!adopted) throw new LockNotHeldError(this.name, `${this.spec.noun} "${this.name}" is not held by the owner to adopt`);
+    if (!adopted) throw new LockNotHeldError(this.name, `${this.kind} "${this.name}" is not held by the owner to adopt`);
     return this.spec.wrap(adopted.hold, adopted.holdCount);
   }
 
@@ -281,7 +280,7 @@ export class Template<H extends LeasedHeld> implements HoldOps {
 
   #free(): FreeSpec {
     const free = this.spec.free;
-    if (!free) throw new TypeError(`a ${this.spec.noun} has no release events`);
+    if (!free) throw new TypeError(`a ${this.kind} has no release events`);
     return free;
   }
 }

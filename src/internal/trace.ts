@@ -24,7 +24,9 @@ import {
   type RenewMessage,
 } from '../diagnostics.js';
 import { AcquireTimeoutError, LockNotHeldError, ReleaseFailedError, type LockLostError } from '../errors.js';
+import { heldKindOf } from '../kinds.js';
 import { now } from './clock.js';
+import { localLabelOf } from './label.js';
 
 const acquireChannel = dc.tracingChannel<unknown, AcquireContext>(CHANNELS.acquire);
 const releaseChannel = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.release);
@@ -57,19 +59,9 @@ export interface TracedHold {
   readonly token: number;
 }
 
-/** The hold engine's `kind` words (see `HoldOps.kind`) as channel kinds. */
-const KINDS: Record<string, PrimitiveKind> = {
-  lock: 'lock',
-  'fair lock': 'fair-lock',
-  'read lock': 'read-lock',
-  'write lock': 'write-lock',
-  permit: 'permit-semaphore',
-  redlock: 'redlock',
-};
-
-/** The channel kind of a hold engine `kind` word. */
+/** The channel kind of a hold engine `kind` word (the registry's, src/kinds.ts). */
 export function kindOf(engineKind: string): PrimitiveKind {
-  return KINDS[engineKind] ?? (engineKind.replace(/ /g, '-') as PrimitiveKind);
+  return heldKindOf(engineKind);
 }
 
 /**
@@ -91,6 +83,7 @@ export function traceAcquire<T>(kind: PrimitiveKind, name: string, options: unkn
     kind,
     name,
     fingerprint: typeof owner === 'string' ? fingerprint(owner) : undefined,
+    label: localLabelOf(owner),
     attempts: 0,
     waitedMs: 0,
     outcome: undefined,
@@ -148,6 +141,7 @@ function acquired(ctx: AcquireContext, start: number, result: unknown): void {
   const facts = held?.diagnostics?.();
   if (!facts) return;
   if (facts.fingerprint !== undefined) ctx.fingerprint = facts.fingerprint;
+  ctx.label ??= localLabelOf(ownerOf(held));
   ctx.token = facts.token;
   ctx.holdCount = facts.holdCount;
   ctx.permits = facts.permits;
@@ -158,6 +152,13 @@ function acquired(ctx: AcquireContext, start: number, result: unknown): void {
 function failed(ctx: AcquireContext, start: number, error: unknown, options: unknown): void {
   ctx.waitedMs = now() - start;
   ctx.outcome = outcomeOf(error, options);
+}
+
+/** The owner id of a held object (a permit's id), to find its client's label. */
+function ownerOf(held: unknown): unknown {
+  if (typeof held !== 'object' || held === null) return undefined;
+  const h = held as { owner?: unknown; id?: unknown };
+  return h.owner ?? h.id;
 }
 
 function optionOf(options: unknown, key: string): unknown {
@@ -183,6 +184,7 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
       kind: acquisition.kind,
       name: acquisition.name,
       fingerprint: acquisition.fingerprint,
+      label: acquisition.label,
       token: acquisition.token,
       heldMs: now() - held.acquiredAt,
       outcome: undefined,
@@ -190,7 +192,16 @@ export function traceRelease(held: Describable, run: () => Promise<void>): Promi
   } else {
     const facts = held.diagnostics();
     if (!facts) return run();
-    ctx = { id: undefined, kind: facts.kind, name: facts.name, fingerprint: facts.fingerprint, token: facts.token, heldMs: undefined, outcome: undefined };
+    ctx = {
+      id: undefined,
+      kind: facts.kind,
+      name: facts.name,
+      fingerprint: facts.fingerprint,
+      label: localLabelOf(ownerOf(held)),
+      token: facts.token,
+      heldMs: undefined,
+      outcome: undefined,
+    };
   }
   const channel = releaseChannel.start;
   return channel.hasSubscribers ? channel.runStores(ctx, releaseTraced, undefined, ctx, run) : releaseTraced(ctx, run);
@@ -228,7 +239,7 @@ function releaseOutcome(error: unknown): ReleaseOutcome {
 /** Publishes a lost hold on `holdfast:lost` (`kind`: a hold engine's word or a channel kind, see {@link kindOf}). */
 export function publishLost(kind: string, name: string, hold: TracedHold, error: LockLostError): void {
   if (!lostChannel.hasSubscribers) return;
-  const message: LostMessage = { kind: kindOf(kind), name, fingerprint: hold.fingerprint, token: hold.token, reason: error.reason, error };
+  const message: LostMessage = { kind: kindOf(kind), name, fingerprint: hold.fingerprint, label: localLabelOf(ownerOf(hold)), token: hold.token, reason: error.reason, error };
   lostChannel.publish(message);
 }
 
@@ -248,6 +259,7 @@ export function traceRenew(
       kind: kindOf(kind),
       name,
       fingerprint: hold.fingerprint,
+      label: localLabelOf(ownerOf(hold)),
       token: hold.token,
       source,
       leaseMs,
@@ -272,6 +284,6 @@ export function traceRenew(
 /** Publishes a fair-lock hand-off on `holdfast:handoff`. */
 export function publishHandoff(name: string, hold: TracedHold, stage: HandoffMessage['stage']): void {
   if (!handoffChannel.hasSubscribers) return;
-  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, token: hold.token, stage };
+  const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, label: localLabelOf(ownerOf(hold)), token: hold.token, stage };
   handoffChannel.publish(message);
 }

@@ -135,6 +135,12 @@ export const scripts = {
     sha: "c4f3bfcf11f8f2da6238a90c9991d35b9423c801",
     source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal _, _, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner == ARGV[1] then\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn 1\nend\nreturn 0\n",
   } as ScriptDef<[owner: string, leaseMs: number], 0 | 1>,
+  "lock/waiters": {
+    name: "lock/waiters",
+    numKeys: 1,
+    sha: "12de515becd1334f8c9e8315b05a3850c0353f45",
+    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal reply = {redis_now(), redis.call('zcard', KEYS[1])}\nlocal waiters = redis.call('zrange', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'withscores')\nfor i = 1, #waiters, 2 do\nreply[#reply + 1] = waiters[i]\nreply[#reply + 1] = tonumber(waiters[i + 1])\nend\nreturn reply\n",
+  },
   "lock/withdraw": {
     name: "lock/withdraw",
     numKeys: 1,
@@ -174,6 +180,19 @@ export const scripts = {
     sha: "dace4c917afa691bcb77f07a9ada74f6d2a78e78",
     source: "if redis.call('exists', KEYS[1]) == 0 then\nreturn 0\nend\nfor i = 1, 3 do\nif ARGV[1] == '0' then\nredis.call('persist', KEYS[i])\nelse\nredis.call('pexpire', KEYS[i], ARGV[1])\nend\nend\nreturn 1\n",
   } as ScriptDef<[ttlMs: number | '0'], 0 | 1>,
+  "psem/force-release": {
+    name: "psem/force-release",
+    numKeys: 3,
+    sha: "955a9d349830f97f3e18acc51b6b1db423aace98",
+    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], now)\nlocal back = 0\nfor _, n in ipairs(redis.call('hvals', KEYS[3])) do\nback = back + tonumber(n)\nend\nif redis.call('zcard', KEYS[2]) == 0 then\nreturn 0\nend\nredis.call('del', KEYS[2], KEYS[3])\nredis.call('incrby', KEYS[1], back)\nnotify(ARGV[1], 'a')\nreturn back\n",
+    publishes: true,
+  },
+  "psem/leases": {
+    name: "psem/leases",
+    numKeys: 3,
+    sha: "e7ff18d7963d76b47ef2ba3df64097cb8d3401f0",
+    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal free = tonumber(redis.call('get', KEYS[1]) or '0')\nlocal held, count = 0, 0\nlocal list = {}\nlocal leases = redis.call('zrange', KEYS[2], 0, -1, 'withscores')\nfor i = 1, #leases, 2 do\nlocal id, score = leases[i], leases[i + 1]\nlocal permits = tonumber(redis.call('hget', KEYS[3], id) or '0')\nlocal left = -1\nif score ~= 'inf' and tonumber(score) ~= math.huge then\nleft = tonumber(score) - now\nend\nif left == -1 or left > 0 then\nheld = held + permits\ncount = count + 1\nif count <= tonumber(ARGV[1]) then\nlist[#list + 1] = id\nlist[#list + 1] = permits\nlist[#list + 1] = left\nend\nelse\nfree = free + permits\nend\nend\nlocal reply = {free, held, count}\nfor _, v in ipairs(list) do\nreply[#reply + 1] = v\nend\nreturn reply\n",
+  },
   "psem/release": {
     name: "psem/release",
     numKeys: 3,
@@ -258,6 +277,12 @@ export const scripts = {
     source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('del', KEYS[1], KEYS[2], KEYS[3]) > 0 then\nnotify(ARGV[1], 'a')\nif redis.call('exists', KEYS[5]) == 1 then\nnotify(ARGV[2], 'a')\nend\nreturn 1\nend\nreturn 0\n",
     publishes: true,
   } as ScriptDef<[channel: string, eventsChannel: string], 0 | 1>,
+  "rw/holders": {
+    name: "rw/holders",
+    numKeys: 3,
+    sha: "2dd904d2cd3f201c759f11cc799797e33191395d",
+    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal readers = redis.call('zrevrangebyscore', KEYS[1], '+inf', '(' .. now, 'withscores', 'limit', 0, tonumber(ARGV[1]))\nlocal reply = {}\nfor i = 1, #readers, 2 do\nreply[#reply + 1] = readers[i]\nreply[#reply + 1] = tonumber(redis.call('hget', KEYS[2], readers[i]) or '0')\nreply[#reply + 1] = tonumber(readers[i + 1]) - now\nend\nreturn reply\n",
+  },
   "rw/inspect": {
     name: "rw/inspect",
     numKeys: 5,
@@ -326,6 +351,12 @@ export const scripts = {
     numKeys: 1,
     sha: "bd7411463ce711320381179856c744eb4b670948",
     source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal v = redis.call('hmget', KEYS[1], 'o', 's', 't', 'f', 'ec')\nif v[1] ~= ARGV[1] then\nreturn 0\nend\nlocal lockedUntil = math.max(now, tonumber(v[2]) + tonumber(ARGV[2]))\nlocal failed = ARGV[4] ~= ''\nredis.call('hset', KEYS[1], 'u', lockedUntil, 'rt', v[3], 'rf', v[4] or '', 'rs', v[2], 'rd', ARGV[3], 're', ARGV[4],\n'rx', now, 'ec', failed and ((tonumber(v[5]) or 0) + 1) or 0)\nredis.call('hincrby', KEYS[1], 'rn', 1)\nredis.call('hdel', KEYS[1], 'o', 'f')\nredis.call('pexpire', KEYS[1], math.max(lockedUntil - now, tonumber(ARGV[5])))\nreturn 1\n",
+  },
+  "scheduler/force-release": {
+    name: "scheduler/force-release",
+    numKeys: 1,
+    sha: "74ddd258e6ca91c0e1e7ade1cbd0f870c3b9f772",
+    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal v = redis.call('hmget', KEYS[1], 'o', 'u')\nlocal held = v[1] or (v[2] and tonumber(v[2]) > redis_now())\nredis.call('hdel', KEYS[1], 'o', 's', 'u', 'f', 'p', 'pu')\nif held then\nreturn 1\nend\nreturn 0\n",
   },
   "scheduler/inspect": {
     name: "scheduler/inspect",

@@ -38,6 +38,8 @@ export const ATTR = {
   NAME: 'holdfast.lock.name',
   /** The holder's fingerprint (a hash of the owner id, never the id). */
   FINGERPRINT: 'holdfast.owner.fingerprint',
+  /** The holder's client label (the `label` client option), when it has one. */
+  LABEL: 'holdfast.owner.label',
   /** How the acquisition ended: `acquired`, `timed-out`, `aborted`, `error`. */
   OUTCOME: 'holdfast.acquire.outcome',
   /** Attempts made (calls to Redis; on ZooKeeper, looks at the queue). */
@@ -270,6 +272,7 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
       if (tracer) {
         const attrs: Attributes = { [ATTR.KIND]: ctx.kind, [ATTR.NAME]: ctx.name, [ATTR.ATTEMPTS]: ctx.attempts, [ATTR.WAITED]: ctx.waitedMs };
         if (ctx.fingerprint !== undefined) attrs[ATTR.FINGERPRINT] = ctx.fingerprint;
+        if (ctx.label !== undefined) attrs[ATTR.LABEL] = ctx.label;
         if (ctx.token !== undefined) attrs[ATTR.TOKEN] = ctx.token;
         if (ctx.holdCount !== undefined) attrs[ATTR.HOLD_COUNT] = ctx.holdCount;
         if (ctx.permits !== undefined) attrs[ATTR.PERMITS] = ctx.permits;

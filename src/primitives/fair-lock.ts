@@ -207,7 +207,6 @@ function waiterTimeoutOf(options: unknown): number {
 /** The fair lock as its template runs it: one small object per handle, its key names built on first use. */
 class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
   readonly kind = 'fair-lock';
-  readonly noun = 'fair lock';
   readonly acquireKeys = ACQUIRE_KEYS;
   readonly tagged = true;
   readonly listenFirst = true;

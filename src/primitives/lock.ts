@@ -163,7 +163,6 @@ async function inspectLock(core: Core, name: string): Promise<[string | null, nu
 /** The plain lock as its template runs it: one small object per handle, its key names built on first use. */
 class LockSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
   readonly kind = 'lock';
-  readonly noun = 'lock';
   readonly acquireKeys = ACQUIRE_KEYS;
   readonly tagged = true;
   readonly politeFirst = true;

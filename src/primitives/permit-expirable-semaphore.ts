@@ -366,7 +366,6 @@ export class PermitExpirableSemaphore {
 /** Expirable permits as their template runs them: each permit is a hold whose owner is its id. */
 class PermitSpec implements PrimitiveSpec<Permit> {
   readonly kind = 'permit-semaphore';
-  readonly noun = 'permit';
   readonly acquireKeys = ACQUIRE_KEYS;
   readonly contextKey = undefined;
 

@@ -190,7 +190,6 @@ abstract class Side<H extends LeasedHeld, S> extends OwnedLock<H, S, AcquireOpti
  */
 abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
   abstract readonly kind: 'read-lock' | 'write-lock';
-  abstract readonly noun: 'read lock' | 'write lock';
   readonly acquireKeys = ACQUIRE_KEYS;
   #keys: { renew: string[]; release: string[]; acquire: string[] } | undefined;
 
@@ -216,13 +215,13 @@ abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
     const k = core.keys;
     const [writer, readers, counts, intents] = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)];
     return (this.#keys =
-      this.noun === 'read lock'
+      this.kind === 'read-lock'
         ? { renew: [readers, counts, intents], release: [readers, counts, intents, writer, k.rwObserved(name)], acquire: [writer, readers, counts, intents] }
         : { renew: [writer], release: [writer, k.rwObserved(name), readers], acquire: [writer, readers, counts, intents, k.fence(name)] });
   }
 
   async renew(owner: string, leaseMs: number): Promise<boolean> {
-    const script = this.noun === 'read lock' ? scripts['rw/read-renew'] : scripts['owned/renew'];
+    const script = this.kind === 'read-lock' ? scripts['rw/read-renew'] : scripts['owned/renew'];
     return (await this.core.run(script, this.keys().renew, [owner, leaseMs])) === 1;
   }
 
@@ -230,7 +229,7 @@ abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
     const core = this.core;
     const keys = this.keys().release;
     return core.run(
-      this.noun === 'read lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
+      this.kind === 'read-lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
       marker === undefined ? keys : [...keys, marker],
       marker === undefined ? [owner, mode] : [owner, mode, core.settings.releaseMarkerTtl],
     );
@@ -243,7 +242,6 @@ abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
 
 class ReadSpec extends SideSpec<HeldReadLock> implements FreeSpec {
   readonly kind = 'read-lock';
-  readonly noun = 'read lock';
 
   /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
   async readers(owner: string): Promise<unknown[]> {
@@ -286,7 +284,6 @@ class ReadSpec extends SideSpec<HeldReadLock> implements FreeSpec {
 
 class WriteSpec extends SideSpec<HeldWriteLock> implements FreeSpec {
   readonly kind = 'write-lock';
-  readonly noun = 'write lock';
 
   async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
     const info = await this.rw.inspect();

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { fingerprint } from '../internal/fingerprint.js';
 import { Cron } from 'croner';
 import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
@@ -245,11 +245,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /**
-   * This instance's fingerprint: a short hash of its holdfast client's random id, recorded with every run it makes
-   * and shown by `holdfast jobs`. Log it at start-up to tell which instance ran a job.
+   * This instance's fingerprint: the {@link fingerprint} of its holdfast client's random id (the same form as every
+   * owner's), recorded with every run it makes and shown by `holdfast jobs`. Log it at start-up to tell which instance ran a job.
    */
   get fingerprint(): string {
-    this.#fingerprint ??= createHash('sha256').update(this.#core.clientId).digest('hex').slice(0, 8);
+    this.#fingerprint ??= fingerprint(this.#core.clientId);
     return this.#fingerprint;
   }
 

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { fingerprint, Holdfast } from '../../src/index.js';
 import type { DashboardSnapshot } from '../../src/cli/dashboard.js';
-import { ensureBuilt, run, sleep } from '../support/cli.js';
+import { ensureBuilt, run, sleep, until } from '../support/cli.js';
 import { startDashboard } from '../support/dashboard.js';
 import { rawCommand, RedisServer } from '../support/redis-server.js';
 
@@ -60,38 +60,38 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(snap.prefix, 'dash:');
       assert.equal(snap.allowUnlock, false);
       assert.equal(snap.truncated, false);
-      const by = (kind: string, name: string) => snap.entries.find((e) => e.kind === kind && e.name === name) as Record<string, unknown> | undefined;
+      const by = (kind: string, name: string) => snap.entries.find((e) => e.kind === kind && e.name === name);
 
       const l = by('lock', 'orders:42');
       assert.ok(l, text);
-      assert.equal(l.holder, fingerprint(lock.owner));
-      assert.equal(l.holdCount, 2);
+      assert.equal(l.holders[0]?.holder, fingerprint(lock.owner));
+      assert.equal(l.holders[0]?.holdCount, 2);
       assert.equal(l.token, lock.token);
       assert.ok((l.remainingTtl as number) > 20_000 && (l.remainingTtl as number) <= 30_000, String(l.remainingTtl));
 
       const f = by('fair-lock', 'queue:1');
       assert.ok(f, text);
-      assert.equal(f.holder, fingerprint(fair.owner));
+      assert.equal(f.holders[0]?.holder, fingerprint(fair.owner));
       assert.equal(f.token, fair.token);
-      assert.equal(f.queueLength, 1);
-      assert.equal((f.queue as string[]).length, 1);
-      assert.match((f.queue as string[])[0]!, /^[0-9a-f]{12}$/);
+      assert.equal(f.waiters, 1);
+      assert.equal(f.queue.length, 1);
+      assert.match(f.queue[0]!.holder, /^[0-9a-f]{12}$/);
 
       const c = by('read-write-lock', 'catalog');
       assert.ok(c, text);
-      assert.equal(c.writer, null);
-      assert.deepEqual(((c.readers as { holder: string }[]).map((r) => r.holder)).sort(), [fingerprint(r1.owner), fingerprint(r2.owner)].sort());
-      assert.ok((c.readers as { remainingTtl: number }[]).every((r) => r.remainingTtl > 0));
+      assert.equal(c.holders.filter((h) => h.side === 'write').length, 0);
+      assert.deepEqual(c.holders.map((r) => [r.side, r.holder]).sort(), [['read', fingerprint(r1.owner)], ['read', fingerprint(r2.owner)]].sort());
+      assert.ok(c.holders.every((r) => (r.remainingTtl ?? 0) > 0));
 
       assert.equal(by('semaphore', 'renderers')?.available, 1);
       const g = by('permit-semaphore', 'gpu');
       assert.ok(g, text);
       assert.equal(g.available, 1);
       assert.equal(g.acquired, 3);
-      const [lease] = g.leases as { holder: string; permits: number; remainingTtl: number }[];
+      const [lease] = g.holders;
       assert.equal(lease?.holder, fingerprint(permit.id));
       assert.equal(lease.permits, 3);
-      assert.ok(lease.remainingTtl > 10_000 && lease.remainingTtl <= 20_000, String(lease.remainingTtl));
+      assert.ok(lease.remainingTtl !== null && lease.remainingTtl > 10_000 && lease.remainingTtl <= 20_000, String(lease.remainingTtl));
       assert.equal(by('latch', 'shards')?.count, 5);
 
       const page = await (await fetch(dash.url)).text();
@@ -100,7 +100,7 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
         assert.ok(!text.includes(secret) && !page.includes(secret) && !script.includes(secret), `the dashboard shows a secret: ${secret}`);
       }
       // read-only: the dashboard wrote nothing (the keys are as the test left them)
-      assert.equal(by('lock', 'orders:42')?.holdCount, 2);
+      assert.equal(by('lock', 'orders:42')?.holders[0]?.holdCount, 2);
     } finally {
       await dash.stop();
       await again.release();
@@ -159,6 +159,66 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
     }
   });
 
+  it("a plain lock's waiters, how long it has been held, its holder's label; run-once jobs", async () => {
+    const labelled = new Holdfast({ redis, prefix: 'dash:', label: 'worker-7:4242' });
+    const held = await labelled.lock('busy').acquire({ lease: 30_000 });
+    const waiting = [holdfast.lock('busy').acquire({ timeout: 20_000 }), holdfast.lock('busy').acquire({ timeout: 20_000 })];
+    const scheduler = labelled.scheduler({ onError: () => {} });
+    const claim = await scheduler.claim('nightly', Date.UTC(2030, 0, 1), { lockAtMostFor: 30_000, schedule: '0 3 * * *' });
+    assert.ok(claim);
+    const dash = await startDashboard(['--prefix', 'dash:', '--interval', '200'], env);
+    try {
+      const snapshot = async () => (await (await fetch(new URL('/api/snapshot', dash.url))).json()) as DashboardSnapshot;
+      await until(async () => (await snapshot()).entries.find((e) => e.name === 'busy')?.waiters === 2);
+      const first = (await snapshot()).entries.find((e) => e.kind === 'lock' && e.name === 'busy')!;
+      assert.equal(first.holders[0]?.holder, fingerprint(held.owner));
+      assert.equal(first.holders[0]?.label, 'worker-7:4242');
+      assert.equal(first.holders[0]?.heldForAtLeast, true, 'held before the dashboard first looked: "at least"');
+      assert.equal(first.queue.length, 2);
+      assert.ok(first.queue.every((w) => typeof w.waitedMs === 'number' && w.holder.length === 12));
+      await sleep(300);
+      const later = (await snapshot()).entries.find((e) => e.kind === 'lock' && e.name === 'busy')!;
+      assert.ok(later.holders[0]!.heldForMs >= first.holders[0].heldForMs + 250, `${first.holders[0].heldForMs} → ${later.holders[0]!.heldForMs}`);
+
+      const job = (await snapshot()).entries.find((e) => e.kind === 'job' && e.name === 'nightly');
+      assert.ok(job, 'the run-once job has a card');
+      assert.equal(job.held, true);
+      assert.equal(job.job?.runningOn, scheduler.fingerprint);
+      assert.equal(job.job?.schedule, '0 3 * * *');
+      assert.equal(job.job?.runningOnLabel, 'worker-7:4242');
+      const text = JSON.stringify(await snapshot());
+      assert.ok(!text.includes(held.owner) && !text.includes(labelled.core.clientId) && !text.includes(holdfast.core.clientId), 'no owner id, no client id');
+    } finally {
+      await dash.stop();
+      await held.release();
+      for (const w of waiting) await (await w).release();
+      await claim.finish();
+      await scheduler.stop();
+      await labelled.close();
+    }
+  });
+
+  it('says Redis cannot be reached instead of "nothing held"', async () => {
+    const other = await RedisServer.start();
+    const dash = await startDashboard(['--prefix', 'dash:', '--interval', '100', '--url', other.url], {});
+    try {
+      const ok = (await (await fetch(new URL('/api/snapshot', dash.url))).json()) as DashboardSnapshot;
+      assert.equal(ok.error, undefined);
+      await other.stop();
+      let snap: DashboardSnapshot | undefined;
+      await until(async () => (snap = (await (await fetch(new URL('/api/snapshot', dash.url))).json()) as DashboardSnapshot).error !== undefined, 20_000);
+      assert.match(snap!.error!, new RegExp(`^cannot reach .*127\\.0\\.0\\.1:${new URL(other.url).port}`));
+      assert.deepEqual(snap!.entries, []);
+      const script = await (await fetch(new URL('/app.js', dash.url))).text();
+      assert.match(script, /Cannot tell what is held: /, 'the page says why it shows nothing');
+    } finally {
+      dash.proc.child.kill('SIGTERM');
+      const killer = setTimeout(() => dash.proc.child.kill('SIGKILL'), 10_000); // closing may wait for the dead server
+      await dash.proc.done;
+      clearTimeout(killer);
+    }
+  });
+
   it('is read-only unless --allow-unlock; force-unlock needs its header; a foreign Host is refused', async () => {
     const held = await holdfast.lock('stuck').acquire({ lease: 30_000 });
     const ro = await startDashboard(['--prefix', 'dash:'], env);
@@ -187,6 +247,15 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(ok.status, 200);
       assert.deepEqual(await ok.json(), { kind: 'lock', name: 'stuck', unlocked: true });
       assert.equal(await holdfast.lock('stuck').isLocked(), false);
+      // every kind the registry can force: a read-write lock's readers; a counting semaphore cannot be forced
+      const reader = await holdfast.readWriteLock('shelf').readLock().acquire({ lease: 30_000 });
+      const post = (body: object) =>
+        fetch(new URL('/api/unlock', rw.url), { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Holdfast-Dashboard': 'unlock' }, body: JSON.stringify(body) });
+      assert.deepEqual(await (await post({ kind: 'read-write-lock', name: 'shelf' })).json(), { kind: 'read-write-lock', name: 'shelf', unlocked: true });
+      await assert.rejects(reader.release(), { code: 'LOCK_NOT_HELD' });
+      const refused = await post({ kind: 'semaphore', name: 'shelf' });
+      assert.equal(refused.status, 400);
+      assert.match(await refused.text(), /"read-write-lock"/);
     } finally {
       await rw.stop();
       await held.release().catch(() => {});

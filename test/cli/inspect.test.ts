@@ -3,10 +3,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Holdfast } from '../../src/index.js';
-import { ensureBuilt, run } from '../support/cli.js';
+import { hostname } from 'node:os';
+import { ensureBuilt, run, start, until } from '../support/cli.js';
+import { fingerprint } from '../../src/index.js';
+import type { LockView } from '../../src/cli/inspect.js';
 import { rawCommand, RedisServer } from '../support/redis-server.js';
 
-const VIEW_KEYS = ['name', 'kind', 'held', 'owner', 'holdCount', 'token', 'remainingTtl', 'lastToken', 'waiters'].sort();
+const VIEW_KEYS = ['name', 'kind', 'held', 'owner', 'label', 'holdCount', 'token', 'remainingTtl', 'lastToken', 'waiters', 'holders', 'queue'].sort();
 
 describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 60_000 }, () => {
   let server: RedisServer;
@@ -36,7 +39,7 @@ describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 
       const text = await run(['inspect', '--prefix', 'app:', 'orders:42'], env);
       assert.equal(text.code, 0, text.stderr);
       const [header, row] = text.stdout.trim().split('\n');
-      assert.match(header!, /^NAME\s+KIND\s+OWNER\s+HOLDS\s+TTL\s+TOKEN\s+LAST TOKEN\s+WAITERS$/);
+      assert.match(header!, /^NAME\s+KIND\s+OWNER\s+LABEL\s+HOLDS\s+TTL\s+TOKEN\s+LAST TOKEN\s+WAITERS\s+DETAIL$/);
       assert.ok(row!.startsWith('orders:42'), row);
       assert.ok(row!.includes(held.owner), row);
 
@@ -49,7 +52,7 @@ describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 
       assert.equal(view.holdCount, 2);
       assert.equal(view.token, held.token);
       assert.equal(view.lastToken, held.token);
-      assert.equal(view.waiters, null);
+      assert.equal(view.waiters, 0);
       assert.ok(typeof view.remainingTtl === 'number' && view.remainingTtl > 0 && view.remainingTtl <= 20_000, String(view.remainingTtl));
     } finally {
       await again.release();
@@ -104,6 +107,180 @@ describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 
     const again = await run(['unlock', '--prefix', 'app:', '--force', 'stuck'], env);
     assert.equal(again.code, 1);
     assert.equal(again.stdout.trim(), '"stuck" was not locked');
+  });
+
+  /** `inspect --json <name>`: the one view, or the views of every kind held under it. */
+  async function inspectJson(name: string): Promise<LockView[]> {
+    const r = await run(['inspect', '--prefix', 'app:', '--json', name], env);
+    assert.equal(r.code, 0, r.stderr);
+    const parsed = JSON.parse(r.stdout) as LockView | LockView[];
+    return (Array.isArray(parsed) ? parsed : [parsed]).filter((v) => v.held || (v.waiters ?? 0) > 0 || v.available !== undefined);
+  }
+
+  it('a plain lock: its waiters, longest waiting first, with how long they waited', async () => {
+    const held = await holdfast.lock('queue:1').acquire({ lease: 20_000 });
+    const waiting = [holdfast.lock('queue:1').acquire({ timeout: 20_000 }), holdfast.lock('queue:1').acquire({ timeout: 20_000 })];
+    try {
+      await until(async () => (await inspectJson('queue:1'))[0]?.waiters === 2);
+      const [view] = await inspectJson('queue:1');
+      assert.equal(view!.kind, 'lock');
+      assert.equal(view!.owner, held.owner);
+      assert.equal(view!.queue.length, 2);
+      assert.ok(view!.queue.every((w) => typeof w.waitedMs === 'number' && w.waitedMs >= 0));
+      assert.ok(view!.queue.every((w) => w.fingerprint === fingerprint(w.owner)));
+    } finally {
+      await held.release();
+      for (const w of waiting) await (await w).release();
+    }
+  });
+
+  it('a fair lock with 3 waiters is held, shows its queue, and unlock --force hands it to the head', async () => {
+    const held = await holdfast.fairLock('payouts').acquire({ lease: 20_000 });
+    const waiters = [1, 2, 3].map(() => holdfast.fairLock('payouts').acquire({ timeout: 20_000 }));
+    try {
+      await until(async () => (await inspectJson('payouts'))[0]?.waiters === 3);
+      const [view] = await inspectJson('payouts');
+      assert.equal(view!.kind, 'fair-lock');
+      assert.equal(view!.held, true);
+      assert.equal(view!.owner, held.owner);
+      assert.equal(view!.queue.length, 3);
+      const listed = JSON.parse((await run(['list', '--prefix', 'app:', '--json', '--match', 'payouts'], env)).stdout) as LockView[];
+      assert.deepEqual(listed.map((v) => [v.name, v.kind, v.waiters]), [['payouts', 'fair-lock', 3]]);
+
+      const forced = await run(['unlock', '--prefix', 'app:', '--force', 'payouts'], env);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.match(forced.stdout, new RegExp(`^unlocked "payouts" \\(fair-lock, was held by ${held.owner}`));
+      const next = await waiters[0]!; // the head of the queue gets it
+      assert.notEqual(next.owner, held.owner);
+      await assert.rejects(held.release(), { code: 'LOCK_NOT_HELD' });
+      await next.release();
+    } finally {
+      for (const w of waiters) await (await w).release().catch(() => {});
+    }
+  });
+
+  it('a read-write lock with 2 readers is held; unlock --force frees both and lets a writer in', async () => {
+    const rw = holdfast.readWriteLock('ledger');
+    const [r1, r2] = [await rw.readLock().acquire({ lease: 20_000 }), await rw.readLock().acquire({ lease: 20_000 })];
+    const [view] = await inspectJson('ledger');
+    assert.equal(view!.kind, 'read-write-lock');
+    assert.equal(view!.held, true);
+    assert.deepEqual(view!.holders.map((h) => [h.side, h.owner, h.fingerprint]).sort(), [
+      ['read', r1.owner, r1.fingerprint],
+      ['read', r2.owner, r2.fingerprint],
+    ].sort());
+    const text = await run(['inspect', '--prefix', 'app:', 'ledger'], env);
+    assert.equal(text.stdout.trim().split('\n').length, 3, text.stdout); // a header and a row per reader
+    const writer = rw.writeLock().acquire({ timeout: 20_000 });
+    const forced = await run(['unlock', '--prefix', 'app:', '--force', 'ledger'], env);
+    assert.equal(forced.code, 0, forced.stderr);
+    await (await writer).release();
+    await assert.rejects(r1.release(), { code: 'LOCK_NOT_HELD' });
+    await assert.rejects(r2.release(), { code: 'LOCK_NOT_HELD' });
+  });
+
+  it('an expirable-permit semaphore with permits taken is held; unlock --force gives them back and wakes a waiter', async () => {
+    const sem = holdfast.permitExpirableSemaphore('gpus');
+    await sem.trySetPermits(3);
+    const permit = await sem.acquire(2, { lease: 20_000 });
+    const [view] = await inspectJson('gpus');
+    assert.equal(view!.kind, 'permit-semaphore');
+    assert.equal(view!.held, true);
+    assert.deepEqual([view!.available, view!.acquired], [1, 2]);
+    assert.deepEqual(view!.holders.map((h) => [h.owner, h.permits, h.fingerprint]), [[permit.id, 2, fingerprint(permit.id)]]);
+    const waiter = sem.acquire(3, { timeout: 20_000 });
+    const forced = await run(['unlock', '--prefix', 'app:', '--force', 'gpus'], env);
+    assert.equal(forced.code, 0, forced.stderr);
+    const all = await waiter;
+    assert.equal(all.permits, 3);
+    await all.release();
+    await assert.rejects(permit.release(), { code: 'LOCK_NOT_HELD' });
+    assert.equal(await sem.availablePermits(), 3);
+  });
+
+  it('a counting semaphore shows its free permits; unlock --force says it cannot be forced', async () => {
+    const sem = holdfast.semaphore('pdf');
+    await sem.trySetPermits(2);
+    const taken = await sem.acquire(1);
+    try {
+      const [view] = await inspectJson('pdf');
+      assert.deepEqual([view!.kind, view!.available], ['semaphore', 1]);
+      const forced = await run(['unlock', '--prefix', 'app:', '--force', 'pdf'], env);
+      assert.equal(forced.code, 1);
+      assert.match(forced.stdout, /not freed: semaphore: a counting semaphore does not record who took its permits/);
+    } finally {
+      await taken.release();
+    }
+  });
+
+  it('a latch shows its count; unlock --force opens it and wakes its waiters', async () => {
+    const latch = holdfast.countDownLatch('boot');
+    await latch.trySetCount(2);
+    const [view] = await inspectJson('boot');
+    assert.deepEqual([view!.kind, view!.held, view!.count], ['latch', true, 2]);
+    const opened = latch.await({ timeout: 20_000 });
+    const forced = await run(['unlock', '--prefix', 'app:', '--force', 'boot'], env);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.equal(await opened, true);
+  });
+
+  it('a run-once job in progress is held; unlock --force drops its claim so the next tick can run', async () => {
+    const scheduler = holdfast.scheduler({ onError: () => {} });
+    const tick = Date.UTC(2030, 0, 1);
+    const claim = await scheduler.claim('nightly', tick, { lockAtMostFor: 30_000 });
+    assert.ok(claim);
+    try {
+      const [view] = await inspectJson('nightly');
+      assert.deepEqual([view!.kind, view!.held], ['job', true]);
+      assert.ok(view!.remainingTtl !== null && view!.remainingTtl > 25_000, String(view!.remainingTtl));
+      assert.equal(await scheduler.claim('nightly', tick + 1000, { lockAtMostFor: 30_000 }), null, 'locked while the run holds it');
+      const forced = await run(['unlock', '--prefix', 'app:', '--force', 'nightly'], env);
+      assert.equal(forced.code, 0, forced.stderr);
+      const next = await scheduler.claim('nightly', tick + 1000, { lockAtMostFor: 30_000 });
+      assert.ok(next, 'the next tick is claimed once the claim was dropped');
+      await next.finish();
+      assert.ok((await redis.pttl(holdfast.core.keys.job('nightly'))) > 0, 'the record keeps its TTL');
+    } finally {
+      await claim.finish();
+      await scheduler.stop();
+    }
+  });
+
+  it('list shows every kind held under the prefix', async () => {
+    const lock = await holdfast.lock('k:lock').acquire();
+    const fair = await holdfast.fairLock('k:fair').acquire();
+    const read = await holdfast.readWriteLock('k:rw').readLock().acquire();
+    await holdfast.permitExpirableSemaphore('k:psem').trySetPermits(2);
+    const permit = await holdfast.permitExpirableSemaphore('k:psem').acquire(1);
+    await holdfast.semaphore('k:sem').trySetPermits(2);
+    await holdfast.countDownLatch('k:latch').trySetCount(1);
+    try {
+      const listed = JSON.parse((await run(['list', '--prefix', 'app:', '--json', '--match', 'k:*'], env)).stdout) as LockView[];
+      assert.deepEqual(listed.map((v) => [v.kind, v.name]), [
+        ['lock', 'k:lock'],
+        ['fair-lock', 'k:fair'],
+        ['read-write-lock', 'k:rw'],
+        ['permit-semaphore', 'k:psem'],
+        ['semaphore', 'k:sem'],
+        ['latch', 'k:latch'],
+      ]);
+    } finally {
+      await Promise.all([lock.release(), fair.release(), read.release(), permit.release()]);
+      await holdfast.semaphore('k:sem').delete();
+      await holdfast.countDownLatch('k:latch').delete();
+    }
+  });
+
+  it('a lock held by holdfast exec shows its host and pid as its label', async () => {
+    const exec = start(['exec', '--prefix', 'app:', 'cron:backup', '--', process.execPath, '-e', 'setTimeout(() => {}, 20000)'], env);
+    try {
+      await until(async () => (await inspectJson('cron:backup'))[0]?.held === true, 15_000);
+      const [view] = await inspectJson('cron:backup');
+      assert.equal(view!.label, `${hostname()}:${exec.child.pid}`);
+    } finally {
+      exec.child.kill('SIGTERM');
+      await exec.done;
+    }
   });
 
   it('reads the password from the environment and never echoes it', async () => {

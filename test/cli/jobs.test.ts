@@ -54,7 +54,7 @@ void describe('holdfast jobs (built CLI, real Redis)', { timeout: 60_000 }, () =
       assert.equal(daily.schedule, '0 0 3 * * *', 'the schedule recorded by the first claim is kept');
       assert.equal(daily.lastRunTick, new Date(tick + 1000).toISOString());
       assert.equal(daily.lastRunBy, scheduler.fingerprint);
-      assert.match(scheduler.fingerprint, /^[0-9a-f]{8}$/);
+      assert.match(scheduler.fingerprint, /^[0-9a-f]{12}$/);
       assert.ok(daily.lastRunMs !== null && daily.lastRunMs >= 50, `took ${daily.lastRunMs}`);
       assert.equal(daily.lastError, null);
       assert.equal(daily.failuresInARow, 0);

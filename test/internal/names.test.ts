@@ -32,7 +32,8 @@ function slotOf(key: string): number {
 
 /** Every key (and channel) a name can have, by the key builders' names. */
 function keysOf(keys: Keys, name: string): string[] {
-  const builders = Object.getOwnPropertyNames(Keys.prototype).filter((m) => !['constructor', 'base', 'nameOf'].includes(m));
+  // clientLabel is a client's key, not a name's (it takes a client fingerprint)
+  const builders = Object.getOwnPropertyNames(Keys.prototype).filter((m) => !['constructor', 'base', 'nameOf', 'clientLabel'].includes(m));
   return builders.map((m) => (keys as unknown as Record<string, (n: string, extra: string) => string>)[m]!.call(keys, name, 'r7.3'));
 }
 

@@ -47,6 +47,14 @@ describeEachAdapter('holdfast/otel (OpenTelemetry SDK, in-memory exporters)', (c
     ps.filter((p) => p.attributes[attr] === value).reduce((n, p) => n + (p.value as number), 0);
   const spansNamed = (name: string, lock: string): ReadableSpan[] => spans.getFinishedSpans().filter((s) => s.name === name && s.attributes[ATTR.NAME] === lock);
 
+  void it("a labelled client's hold span carries its label; an unlabelled one's carries none", async () => {
+    const { holdfast: labelled } = await ctx.open({ label: 'otel-host:7' });
+    await (await labelled.lock('otel:label').acquire()).release();
+    await (await ctx.holdfast.lock('otel:nolabel').acquire()).release();
+    assert.equal(spansNamed(SPANS.HOLD, 'otel:label')[0]?.attributes[ATTR.LABEL], 'otel-host:7');
+    assert.equal(spansNamed(SPANS.HOLD, 'otel:nolabel')[0]?.attributes[ATTR.LABEL], undefined);
+  });
+
   void it('an uncontended acquire and its release: a hold span (no wait span), wait and hold histograms, acquisitions, held now', async () => {
     const held = await ctx.holdfast.lock('otel:a').acquire();
     assert.equal(sumOf(await points(METRICS.HELD, 'otel:a'), ATTR.KIND, 'lock'), 1, 'held now while held');
