@@ -13,7 +13,8 @@
  * @module
  */
 import { hostname } from 'node:os';
-import type { Core } from '../core.js';
+import type { Closable, Core } from '../core.js';
+import type { LiveSet } from '../internal/live-set.js';
 import { fingerprint, type AcquireContext, type PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError, ClientClosedError, LockNotHeldError, type LockLostError } from '../errors.js';
 import { now } from '../internal/clock.js';
@@ -296,7 +297,8 @@ export async function leaderLoop<L extends LeadershipLike, T>(
  * @internal Observation shared by every store: yields the leader now, then every change, in term order (a term below
  * the last one yielded is never yielded: a stale read), coalesced (a slow consumer gets the latest). `read` gets the
  * leader; `subscribe(onChange)` registers for change notices and resolves to its undo; `recheckMs(leader)` is the
- * longest sleep without a notice (an expiry publishes nothing on Redis).
+ * longest sleep without a notice (an expiry publishes nothing on Redis); `holds`: the client's live set, which its
+ * `close()` empties (the observation ends then).
  */
 export async function* observeLeader(
   read: () => Promise<LeaderInfo | null>,
@@ -304,6 +306,7 @@ export async function* observeLeader(
   recheckMs: (leader: LeaderInfo | null) => number,
   signal: AbortSignal | undefined,
   closed: () => boolean,
+  holds: LiveSet<Closable>,
 ): AsyncGenerator<ElectionChange, void, undefined> {
   // set by a change notice: look again before sleeping
   const notice = { dirty: false };
@@ -312,6 +315,15 @@ export async function* observeLeader(
     notice.dirty = true;
     wake?.();
   });
+  // the client's close() ends the observation at once (it wakes the sleep; the loop then sees the client closed)
+  const closing: Closable = {
+    liveSlot: undefined,
+    closeHold: () => {
+      wake?.();
+      return Promise.resolve();
+    },
+  };
+  holds.add(closing);
   const sleep = (ms: number): Promise<void> =>
     new Promise<void>((resolve) => {
       const done = (): void => {
@@ -357,6 +369,7 @@ export async function* observeLeader(
       if (!notice.dirty) await sleep(recheckMs(leader));
     }
   } finally {
+    holds.delete(closing);
     unsubscribe();
   }
 }
@@ -577,6 +590,7 @@ export class Election {
       (leader) => (leader && leader.remainingMs !== null && leader.remainingMs >= 0 ? leader.remainingMs + 1 : core.settings.watchdogLease),
       signal,
       () => core.closed,
+      core.holds,
     );
   }
 }

@@ -297,6 +297,6 @@ export class ZkElection {
       };
     };
     // the watch wakes the observer; the session timeout bounds a sleep in case a watch was lost with a connection
-    return observeLeader(read, subscribe, () => core.settings.sessionTimeout, signal, () => core.closed);
+    return observeLeader(read, subscribe, () => core.settings.sessionTimeout, signal, () => core.closed, core.holds);
   }
 }

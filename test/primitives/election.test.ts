@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import dc from 'node:diagnostics_channel';
-import { it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { AcquireTimeoutError, CHANNELS, LockLostError, StaleTokenError, type ElectionChange, type ElectionMessage, type Holdfast } from '../../src/index.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 /** ms of one round trip to the server (the slowest of a few): the unit of the timing bounds below. */
@@ -22,6 +23,14 @@ async function keysOf(holdfast: Holdfast): Promise<string[]> {
 }
 
 describeEachAdapter('Election', (ctx) => {
+  let proxy: FaultProxy;
+  before(async () => {
+    proxy = await FaultProxy.start(ctx.server.port);
+  });
+  after(async () => {
+    await proxy.close();
+  });
+
   /** Two more clients sharing one prefix: two candidates as two processes would be. */
   async function pair(): Promise<[Holdfast, Holdfast]> {
     const prefix = `el${Math.random().toString(36).slice(2, 8)}:`;
@@ -88,6 +97,43 @@ describeEachAdapter('Election', (ctx) => {
     assert.equal((await resource.get()).value, 'from b');
     await la.resign(); // no throw for a lost leadership
     await lb.resign();
+  });
+
+  void it('a leader cut off from Redis loses before another leads; its fenced write is refused once it is back', async () => {
+    const prefix = `cut${Math.random().toString(36).slice(2, 8)}:`;
+    const a = (await ctx.open({ prefix, commandTimeout: 300 }, proxy.url)).holdfast;
+    const b = (await ctx.open({ prefix })).holdfast;
+    try {
+      const la = await a.election('cut', { label: 'a' }).campaign({ lease: 600 });
+      await a.fencedKey('cut-resource').set('from a', la.term);
+      let lostAt = 0;
+      la.signal.addEventListener('abort', () => (lostAt = performance.now()));
+      const waiting = b.election('cut', { label: 'b' }).campaign({ lease: 600, timeout: 10_000 });
+      await sleep(50);
+      proxy.blackhole('up');
+      proxy.blackhole('down');
+      const lb = await waiting;
+      const electedAt = performance.now();
+      assert.ok(lostAt > 0 && lostAt <= electedAt, 'the cut-off leader knew it lost before the new one was elected');
+      assert.ok(['renewal-failed', 'connection'].includes((la.signal.reason as LockLostError).reason), String(la.signal.reason));
+      assert.ok(lb.term > la.term);
+      await b.fencedKey('cut-resource').set('from b', lb.term);
+      proxy.heal();
+      proxy.cut(); // the half-dead connection: let the client reconnect
+      // back on the network, the old leader's write with its old term is refused
+      let accepted: boolean | undefined;
+      for (let i = 0; i < 50 && accepted === undefined; i++) {
+        accepted = await a.fencedKey('cut-resource').trySet('stale write from a', la.term).catch(async () => {
+          await sleep(100);
+          return undefined;
+        });
+      }
+      assert.equal(accepted, false);
+      assert.equal((await b.fencedKey('cut-resource').get()).value, 'from b');
+      await lb.resign();
+    } finally {
+      proxy.heal();
+    }
   });
 
   void it('forceResign deposes the leader: its signal aborts at its next renewal, a candidate takes over', async () => {
@@ -229,6 +275,20 @@ describeEachAdapter('Election', (ctx) => {
     assert.ok(lb.term > la.term);
     assert.equal(la.leading, false);
     await lb.resign();
+  });
+
+  void it('an observer ends when its client closes', async () => {
+    const opened = await ctx.open();
+    const seen: ElectionChange[] = [];
+    const observing = (async () => {
+      for await (const change of opened.holdfast.election('closing').observe()) seen.push(change);
+    })();
+    await sleep(100);
+    const t0 = performance.now();
+    await opened.holdfast.close();
+    await observing;
+    assert.ok(performance.now() - t0 < 1000, 'ended at once, not at its next look');
+    assert.deepEqual(seen.map((c) => c.leader), [null]);
   });
 
   void it('publishes campaign, elected, resigned and lost on the diagnostics channel', async () => {
