@@ -3,11 +3,13 @@
  * GLIDE in turn) and an observer process. The leader is killed (-9) twice, resigns once, and is paused (SIGSTOP) past
  * its lease; see fixtures/election-scenario.ts for what is checked.
  */
+import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Holdfast } from '../../src/index.js';
 import { adapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
-import { electionScenario } from './fixtures/election-scenario.js';
+import { WorkerProcess } from '../support/processes.js';
+import { electionScenario, workerScript, type Message } from './fixtures/election-scenario.js';
 
 void describe('Election across processes (Redis)', () => {
   let server: RedisServer;
@@ -42,5 +44,16 @@ void describe('Election across processes (Redis)', () => {
       leader: () => holdfast.election('leader').leader(),
     });
     console.log(`# election across processes (Redis, lease ${lease} ms): ${JSON.stringify(result)}`);
+  });
+
+  void it('a leader whose main module returns without resigning exits by itself; its lease then runs out', { timeout: 30_000 }, async () => {
+    const w = WorkerProcess.spawn<Message>('exit', await workerScript(), ['redis', adapters[0]!.name, server.url, prefix, 'exiting', 'x', 'exit', '1000']);
+    const elected = await w.waitFor((m) => m.type === 'elected', 20_000);
+    const code = await Promise.race([w.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
+    await w.kill();
+    assert.equal(code, 0, 'the process exited by itself');
+    assert.equal((await holdfast.election('exiting').leader())?.term, elected.term, 'it did not resign');
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.equal(await holdfast.election('exiting').leader(), null, 'the lease ran out');
   });
 });
