@@ -16,7 +16,8 @@ import { hostname } from 'node:os';
 import type { Closable, Core } from '../core.js';
 import type { LiveSet } from '../internal/live-set.js';
 import { fingerprint, type AcquireContext, type PrimitiveKind } from '../diagnostics.js';
-import { AcquireTimeoutError, ClientClosedError, LockNotHeldError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, ClientClosedError, LockNotHeldError, ReplicationNotReachedError, type LockLostError } from '../errors.js';
+import { waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold, type HoldHost, type HoldOps } from '../internal/hold.js';
 import { publishElection, traceAcquire } from '../internal/trace.js';
@@ -455,7 +456,8 @@ export class Election {
   }
 
   /**
-   * Waits until this caller leads, and returns its leadership (a new term).
+   * Waits until this caller leads, and returns its leadership (a new term). With the client's `replicaSync`, the
+   * election is confirmed by replicas first (else resigned, and `ReplicationNotReachedError` thrown).
    * @throws {AcquireTimeoutError} when `timeout` passes first (the last attempt is made at the deadline)
    * @throws {RedisConnectionError} when Redis does not answer within `commandTimeout`
    * @throws the signal's reason when `signal` aborts
@@ -508,7 +510,26 @@ export class Election {
       },
     });
     if (!leadership) throw new AcquireTimeoutError(this.name, timeout ?? 0);
+    const sync = core.settings.replicaSync;
+    if (sync) await this.#syncReplicas(leadership, sync);
     return leadership;
+  }
+
+  /** The client's `replicaSync`: WAIT for replicas; when not reached (or WAIT fails), resign and throw. */
+  async #syncReplicas(leadership: Leadership, sync: ReplicaSync): Promise<void> {
+    let reached: number;
+    try {
+      reached = await waitReplicas(this.core, this.#ops.key, sync);
+    } catch (error) {
+      await leadership.resign().catch(() => {});
+      throw error;
+    }
+    if (reached < sync.replicas) {
+      await leadership.resign().catch(() => {
+        /* the lease bounds a leadership we could not resign */
+      });
+      throw new ReplicationNotReachedError(this.name, sync.replicas, reached);
+    }
   }
 
   /** Publishes `elected` now, and `lost` when leadership is lost. */

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import dc from 'node:diagnostics_channel';
 import { after, before, it } from 'node:test';
-import { AcquireTimeoutError, CHANNELS, LockLostError, StaleTokenError, type ElectionChange, type ElectionMessage, type Holdfast } from '../../src/index.js';
+import { AcquireTimeoutError, CHANNELS, LockLostError, ReplicationNotReachedError, StaleTokenError, type ElectionChange, type ElectionMessage, type Holdfast } from '../../src/index.js';
 import { FaultProxy } from '../support/fault-proxy.js';
+import { cli, infoField, until } from '../support/redis-cli.js';
+import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 /** ms of one round trip to the server (the slowest of a few): the unit of the timing bounds below. */
@@ -275,6 +277,26 @@ describeEachAdapter('Election', (ctx) => {
     assert.ok(lb.term > la.term);
     assert.equal(la.leading, false);
     await lb.resign();
+  });
+
+  void it("the client's replicaSync: elected once a replica has it; resigned with ReplicationNotReachedError when not", async () => {
+    const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(ctx.server.port)] });
+    try {
+      await until(async () => infoField(await cli(replica.port, 'INFO', 'replication'), 'master_link_status') === 'up', 10_000, 'replica link');
+      const { holdfast } = await ctx.open({ replicaSync: { replicas: 1, timeout: 300 } });
+      const l = await holdfast.election('synced').campaign({ lease: 5000 });
+      assert.equal(await cli(replica.port, 'EXISTS', holdfast.core.keys.election('synced')), '1');
+      await l.resign();
+      replica.pause();
+      try {
+        await assert.rejects(holdfast.election('synced').campaign({ lease: 5000 }), ReplicationNotReachedError);
+        assert.equal(await holdfast.election('synced').leader(), null, 'resigned on the master');
+      } finally {
+        replica.resume();
+      }
+    } finally {
+      await replica.stop();
+    }
   });
 
   void it('an observer ends when its client closes', async () => {
