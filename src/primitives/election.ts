@@ -16,7 +16,7 @@ import { hostname } from 'node:os';
 import type { Closable, Core } from '../core.js';
 import type { LiveSet } from '../internal/live-set.js';
 import { fingerprint, type AcquireContext, type PrimitiveKind } from '../diagnostics.js';
-import { AcquireTimeoutError, ClientClosedError, LockNotHeldError, ReplicationNotReachedError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, ClientClosedError, isHoldfastError, LockNotHeldError, ReplicationNotReachedError, type LockLostError } from '../errors.js';
 import { waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LeasedHeld, type Hold, type HoldHost, type HoldOps } from '../internal/hold.js';
@@ -255,24 +255,53 @@ export function observeParams(options: unknown): { signal: AbortSignal | undefin
   return { signal: optSignal(opts.signal, 'options.signal') };
 }
 
+/** Pauses of `run()` between campaigns that could not reach the store: from 100 ms, doubling, at most 2 s. */
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 2000;
+
+/** A connection problem a campaign may simply be retried after (the store was unreachable for a moment). */
+function transient(error: unknown): boolean {
+  return isHoldfastError(error) && (error.code === 'REDIS_CONNECTION' || error.code === 'ZOOKEEPER_CONNECTION');
+}
+
+/** Sleeps `ms` (an unref'd timer), cut short when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * @internal The leader loop shared by every store: campaign, run `fn` while leading, campaign again after a loss,
  * until `signal` aborts (resolves) or the client closes (resolves). `fn` returning while still leading resigns and
- * resolves with its value; `fn` throwing while still leading resigns and rejects with its error.
+ * resolves with its value; `fn` throwing while still leading resigns and rejects with its error. A campaign that
+ * cannot reach the store is tried again after a pause (100 ms, doubling up to 2 s): a leader service outlives a blip.
  */
 export async function leaderLoop<L extends LeadershipLike, T>(
   campaign: (signal: AbortSignal | undefined) => Promise<L>,
   fn: (leadership: L, signal: AbortSignal) => Promise<T> | T,
   signal: AbortSignal | undefined,
+  closed: () => boolean,
 ): Promise<T | undefined> {
-  for (;;) {
-    if (signal?.aborted) return undefined;
+  for (let retryMs = RETRY_MIN_MS; ; ) {
+    if (signal?.aborted || closed()) return undefined;
     let leadership: L;
     try {
       leadership = await campaign(signal);
+      retryMs = RETRY_MIN_MS;
     } catch (error) {
-      if ((signal?.aborted && error === signal.reason) || error instanceof ClientClosedError) return undefined;
-      throw error;
+      if ((signal?.aborted && error === signal.reason) || error instanceof ClientClosedError || closed()) return undefined;
+      if (!transient(error)) throw error;
+      await pause(retryMs, signal);
+      retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
+      continue;
     }
     const scoped = signal ? AbortSignal.any([leadership.signal, signal]) : leadership.signal;
     let result: T;
@@ -284,8 +313,7 @@ export async function leaderLoop<L extends LeadershipLike, T>(
         throw error;
       }
       await leadership.resign().catch(() => {});
-      if (signal?.aborted) return undefined;
-      continue; // lost while running: campaign again
+      continue; // lost while running (or stopped: the loop's first check ends it): campaign again
     }
     const lost = !leadership.leading;
     await leadership.resign().catch(() => {});
@@ -549,7 +577,8 @@ export class Election {
    * ends), and campaigns again after a loss, until `options.signal` aborts or the client closes (then resolves,
    * having resigned). When `fn` returns while still leading, this resigns and resolves with its value; when it throws
    * while still leading, this resigns and rejects with its error. Whatever `fn` does once its signal aborted for a
-   * loss is ignored, and the loop campaigns again.
+   * loss is ignored, and the loop campaigns again. A campaign that cannot reach Redis is tried again after a pause
+   * (100 ms, doubling up to 2 s); other errors reject.
    */
   run<T>(fn: (scope: LeaderScope) => Promise<T> | T, options?: RunOptions): Promise<T | undefined> {
     const p = runParams<(scope: LeaderScope) => Promise<T> | T>(fn, options);
@@ -558,6 +587,7 @@ export class Election {
       (signal) => this.campaign({ ...(signal === undefined ? {} : { signal }), ...(p.lease === undefined ? {} : { lease: p.lease }) }),
       (leadership, signal) => p.fn({ term: leadership.term, signal, leadership }),
       p.signal,
+      () => this.core.closed,
     );
   }
 

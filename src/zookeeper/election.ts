@@ -11,7 +11,7 @@
  */
 import type { Stat } from 'node-zookeeper-client';
 import { fingerprint } from '../diagnostics.js';
-import { AcquireTimeoutError, LockNotHeldError, ZooKeeperConnectionError, type LockLostError } from '../errors.js';
+import { AcquireTimeoutError, LockNotHeldError, type LockLostError } from '../errors.js';
 import { publishElection, traceAcquire } from '../internal/trace.js';
 import { checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import {
@@ -195,11 +195,8 @@ export class ZkElection {
       (signal) => this.campaign(signal === undefined ? {} : { signal }),
       (leadership, signal) => p.fn({ term: leadership.term, signal, leadership }),
       p.signal,
-    ).catch((error: unknown) => {
-      // the client closed under a campaign: the loop ends as on the Redis client
-      if (this.core.closed && error instanceof ZooKeeperConnectionError) return undefined;
-      throw error;
-    });
+      () => this.core.closed,
+    );
   }
 
   /** Who leads now (`remainingMs` is `null`: the session timeout is the lease), or `null`. */

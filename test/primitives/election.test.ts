@@ -138,6 +138,41 @@ describeEachAdapter('Election', (ctx) => {
     }
   });
 
+  void it('run() outlives Redis being unreachable for a while: it campaigns again and leads once it is back', async () => {
+    const prefix = `blip${Math.random().toString(36).slice(2, 8)}:`;
+    const a = (await ctx.open({ prefix, commandTimeout: 300 }, proxy.url)).holdfast;
+    const b = (await ctx.open({ prefix })).holdfast;
+    try {
+      const lb = await b.election('blip').campaign({ lease: 1000 });
+      const terms: number[] = [];
+      const ac = new AbortController();
+      const running = a.election('blip').run(
+        async ({ term, signal }) => {
+          terms.push(term);
+          await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        },
+        { signal: ac.signal, lease: 1000 },
+      );
+      await sleep(100);
+      proxy.blackhole('up');
+      proxy.blackhole('down');
+      await lb.resign();
+      await sleep(1500); // a's campaigns time out meanwhile (commandTimeout 300 ms)
+      assert.deepEqual(terms, [], 'cut off, it could not lead');
+      proxy.heal();
+      proxy.cut(); // the half-dead connections: let the client reconnect
+      const deadline = performance.now() + 8000;
+      while (terms.length === 0 && performance.now() < deadline) await sleep(50);
+      assert.equal(terms.length, 1, 'it led once Redis was back');
+      assert.ok(terms[0]! > lb.term);
+      ac.abort();
+      assert.equal(await running, undefined);
+      assert.equal(await b.election('blip').leader(), null);
+    } finally {
+      proxy.heal();
+    }
+  });
+
   void it('forceResign deposes the leader: its signal aborts at its next renewal, a candidate takes over', async () => {
     const [a, b] = await pair();
     const la = await a.election('force').campaign({ lease: 300 });
