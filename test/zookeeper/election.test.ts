@@ -10,6 +10,7 @@ import { it } from 'node:test';
 import { CHANNELS, type ElectionMessage } from '../../src/index.js';
 import { AcquireTimeoutError, LockLostError, type ElectionChange, type ZooKeeperHoldfast } from '../../src/zookeeper/index.js';
 import { electionScenario } from '../primitives/fixtures/election-scenario.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { type ZkCluster, zkDescribe } from '../support/zookeeper.js';
 import { makeZk, sleep, twoClients, uniq } from './helpers.js';
 
@@ -69,6 +70,47 @@ zkDescribe('ZooKeeper Election', () => {
     assert.ok(lb2.term > lc.term);
     assert.equal(lc.leading, false);
     await lb2.resign();
+  });
+
+  void it('a leader cut off from ZooKeeper loses before another leads; its fenced write is refused once it is back', async () => {
+    const proxy = await TcpProxy.start(zk.nodes[0]!.clientPort);
+    const c = await makeZk(proxy.address, { sessionTimeout: 2000 });
+    try {
+      const name = uniq('cut');
+      const resource = uniq('resource');
+      const lc = await c.election(name, { label: 'c' }).campaign();
+      await c.fencedWrite(resource, lc.term, 'from c');
+      let lostAt = 0;
+      lc.signal.addEventListener('abort', () => (lostAt = performance.now()));
+      const waiting = a.election(name, { label: 'a' }).campaign({ timeout: 15_000 });
+      await sleep(100);
+      proxy.blackhole();
+      const la = await waiting;
+      const electedAt = performance.now();
+      assert.ok(lostAt > 0 && lostAt <= electedAt, 'the cut-off leader knew it lost before the new one was elected');
+      assert.equal((lc.signal.reason as LockLostError).reason, 'connection');
+      assert.ok(la.term > lc.term);
+      await a.fencedWrite(resource, la.term, 'from a');
+      proxy.heal();
+      proxy.cutAll(); // its session expired: the client starts a new one
+      let refused: boolean | undefined;
+      for (let i = 0; i < 50 && refused === undefined; i++) {
+        refused = await c.fencedWrite(resource, lc.term, 'stale write from c').then(
+          () => false,
+          async (error: unknown) => {
+            if ((error as { code?: string }).code === 'STALE_TOKEN') return true;
+            await sleep(100);
+            return undefined;
+          },
+        );
+      }
+      assert.equal(refused, true, "the old leader's write with its old term was refused");
+      assert.equal((await a.fencedRead(resource))?.value, 'from a');
+      await la.resign();
+    } finally {
+      await c.close();
+      await proxy.stop();
+    }
   });
 
   void it('observe(): the leader now, then every change in term order', async () => {
