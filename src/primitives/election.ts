@@ -128,9 +128,6 @@ export interface LeaderScope {
   leadership: Leadership;
 }
 
-/** What the diagnostics channels call an election, on each store. */
-export type ElectionKind = Extract<PrimitiveKind, 'election' | 'zk-election'>;
-
 /**
  * The shape every leadership shares (Redis and ZooKeeper): the term, the loss signal, `resign()`, and health.
  */
@@ -155,8 +152,6 @@ export class Leadership extends LeasedHeld implements LeadershipLike {
     readonly label: string,
     /** When this term began, in ms since the epoch (the server's clock). */
     readonly since: number,
-    /** @internal */
-    readonly electionKind: ElectionKind = 'election',
   ) {
     super(hold, 1);
   }
@@ -200,12 +195,12 @@ export class Leadership extends LeasedHeld implements LeadershipLike {
 
   protected override async releaseOnce(): Promise<void> {
     await super.releaseOnce();
-    publishElection(this.electionKind, this.name, 'resigned', this.term, this.label, this.hold.fingerprint);
+    publishElection('election', this.name, 'resigned', this.term, this.label, this.hold.fingerprint);
   }
 
   /** @internal */
   override diagnostics(): { kind: PrimitiveKind; name: string; fingerprint: string; token: number; holdCount: number } {
-    return { kind: this.electionKind, name: this.name, fingerprint: this.hold.fingerprint, token: this.term, holdCount: 1 };
+    return { kind: 'election', name: this.name, fingerprint: this.hold.fingerprint, token: this.term, holdCount: 1 };
   }
 }
 
