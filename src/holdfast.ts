@@ -26,6 +26,7 @@ import { PermitExpirableSemaphore } from './primitives/permit-expirable-semaphor
 import { ReadWriteLock, type ReadWriteLockOptions } from './primitives/read-write-lock.js';
 import { Semaphore } from './primitives/semaphore.js';
 import { FencedKey } from './fencing/fenced-key.js';
+import { Election, type ElectionOptions } from './primitives/election.js';
 
 /** Options of {@link Holdfast}. */
 export interface HoldfastOptions {
@@ -315,6 +316,14 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** A Redis value guarded by fencing tokens: writes with a token older than the last accepted one are rejected. */
   fencedKey(name: string): FencedKey {
     return new FencedKey(this.core, checkName(name));
+  }
+
+  /**
+   * A handle on the leader election `name` (cheap; no Redis call): `campaign()` to lead, `run()` to lead in a loop,
+   * `leader()` and `observe()` to follow who leads. `close()` resigns every leadership of this client.
+   */
+  election(name: string, options?: ElectionOptions): Election {
+    return new Election(this.core, checkName(name), options);
   }
 
   /** True once `close()` was called. */
