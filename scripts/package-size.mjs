@@ -1,15 +1,78 @@
 #!/usr/bin/env node
-// Fails when the packed package unpacks to more than 1.1 MB (source maps with sources, or a CLI bundle that carries
-// a second copy of the library, each pushed it past 2.5 MB once). Prints the size either way. About 60 % of the package
-// is the library twice (ESM and CommonJS, each with its declarations, whose TSDoc is most of their size).
+// The package check, on what `npm pack` produces (its prepack builds, so a stale or missing dist cannot be shipped):
+// - every entry point resolves with types in every module resolution (attw, on the tarball);
+// - the tarball installed in a new app weighs at most 1.2 MB with everything it pulls in (holdfast and its
+//   dependencies, as they land in node_modules);
+// - no shipped .js/.cjs line is longer than 500 characters (Node prints the source line of an uncaught throw, and a
+//   stack frame points into these files: both must stay readable).
+// Prints the figures either way; exits 1 on any failure.
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 
-const LIMIT = 1_100_000;
+const LIMIT = 1_200_000;
+const MAX_LINE = 500;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-const [report] = JSON.parse(execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
 const kB = (n) => `${(n / 1000).toFixed(1)} kB`;
-console.log(`package: ${report.entryCount} files, ${kB(report.size)} packed, ${kB(report.unpackedSize)} unpacked (limit ${kB(LIMIT)})`);
-if (report.unpackedSize > LIMIT) {
-  for (const f of [...report.files].sort((a, b) => b.size - a.size).slice(0, 8)) console.log(`  ${kB(f.size).padStart(9)}  ${f.path}`);
-  process.exit(1);
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+
+function* files(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* files(path);
+    else if (entry.isFile()) yield path;
+  }
 }
+const bytes = (dir) => [...files(dir)].reduce((sum, f) => sum + statSync(f).size, 0);
+
+const tmp = mkdtempSync(join(tmpdir(), 'holdfast-package-'));
+let failed = false;
+try {
+  // prepack's build logs come first on stdout; npm's JSON report is the array that ends it
+  const out = run(npm, ['pack', '--json', '--pack-destination', tmp]);
+  const [report] = JSON.parse(out.slice(out.startsWith('[') ? 0 : out.lastIndexOf('\n[\n') + 1));
+  const tarball = join(tmp, report.filename);
+  console.log(`package: ${report.entryCount} files, ${kB(report.size)} packed, ${kB(report.unpackedSize)} unpacked`);
+
+  try {
+    execFileSync('npx', ['--no-install', 'attw', '--format', 'table-flipped', tarball], { stdio: 'inherit' });
+  } catch {
+    console.log('attw: the packed entry points do not resolve cleanly (its table is above)');
+    failed = true;
+  }
+
+  const app = join(tmp, 'app');
+  execFileSync('mkdir', ['-p', app]);
+  writeFileSync(join(app, 'package.json'), '{ "name": "app", "private": true }\n');
+  run(npm, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', tarball], app);
+  const modules = join(app, 'node_modules');
+  const packages = readdirSync(modules).filter((n) => !n.startsWith('.'))
+    .flatMap((n) => (n.startsWith('@') ? readdirSync(join(modules, n)).map((m) => `${n}/${m}`) : [n]));
+  const sizes = packages.map((name) => ({ name, size: bytes(join(modules, name)) }));
+  const total = sizes.reduce((sum, p) => sum + p.size, 0);
+  console.log(`installed: ${kB(total)} in ${sizes.length} package(s) (limit ${kB(LIMIT)}): ${sizes.map((p) => `${p.name} ${kB(p.size)}`).join(', ')}`);
+  if (total > LIMIT) {
+    const root = join(modules, 'holdfast');
+    for (const f of [...files(root)].map((f) => ({ f, size: statSync(f).size })).sort((a, b) => b.size - a.size).slice(0, 8)) {
+      console.log(`  ${kB(f.size).padStart(9)}  ${relative(root, f.f)}`);
+    }
+    failed = true;
+  }
+
+  const root = join(modules, 'holdfast');
+  let long = 0;
+  for (const f of files(join(root, 'dist'))) {
+    if (!/\.c?js$/.test(f)) continue;
+    readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
+      if (line.length > MAX_LINE) {
+        if (long++ < 10) console.log(`  ${relative(root, f)}:${i + 1} is ${line.length} characters long`);
+      }
+    });
+  }
+  console.log(`lines over ${MAX_LINE} characters in the shipped JavaScript: ${long}`);
+  if (long > 0) failed = true;
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

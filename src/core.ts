@@ -46,7 +46,7 @@ const SAFE_POLICIES = new Set(['noeviction']);
 
 /** Something `close()` must end: a live hold of any primitive. */
 export interface Closable extends Slotted {
-  /** Releases in Redis (best effort) and stops timers. */
+  /** @internal Releases in Redis (best effort) and stops timers. */
   closeHold(): Promise<void>;
 }
 
