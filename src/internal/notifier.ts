@@ -237,7 +237,7 @@ export class Notifier {
     const listener = new Listener(++this.#seq, (l) => this.#leave(target, l), tag);
     channel.listeners.push(listener);
     try {
-      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`, undefined, this.transport);
     } catch (error) {
       listener.close();
       if (this.#channels.get(name) === channel) {
@@ -288,7 +288,7 @@ export class Notifier {
       this.#idleIfUnused(channel);
     };
     try {
-      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`, undefined, this.transport);
     } catch (error) {
       stop();
       if (this.#channels.get(name) === channel && channel.listeners.length === 0 && channel.observers.size === 0) {
