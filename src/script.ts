@@ -79,11 +79,11 @@ interface Pending extends Slotted {
 }
 
 /**
- * Command time-outs share one ticker instead of a timer per command (a timer costs more than a Redis round trip's
- * worth of JS on a busy hot path). The ticker runs only while commands are in flight, and keeps the process alive
- * only then: a call awaited while the client reconnects (whose own timers may not hold the event loop) ends in its
- * time-out, never in a process that exits with the call unsettled. The commands in flight are a {@link LiveSet},
- * not a `Set`: see there why.
+ * Command time-outs share one unref'd ticker instead of a timer per command (a timer costs more than a Redis
+ * round trip's worth of JS on a busy hot path). The ticker runs only while commands are in flight; it never keeps
+ * the process alive (a call holdfast sends on its own, such as the undo of an acquisition whose reply came too late,
+ * must not hold up the exit of a process whose user is done). The commands in flight are a {@link LiveSet}, not a
+ * `Set`: see there why.
  */
 const pending = new LiveSet<Pending>();
 let ticker: NodeJS.Timeout | undefined;
@@ -121,8 +121,8 @@ function noReply(what: string, ms: number, transport: RedisTransport | undefined
 }
 
 /**
- * Races `promise` against `ms` (checked every `min(25, ms / 4)` ms by a shared ticker that runs only while a call is
- * in flight). On time-out rejects with a {@link RedisConnectionError}; the command may still run on the server.
+ * Races `promise` against `ms` (checked every `min(25, ms / 4)` ms by a shared unref'd ticker: it never keeps the
+ * process alive). On time-out rejects with a {@link RedisConnectionError}; the command may still run on the server.
  * `onError`, when given, handles a rejection of `promise` that came in time (its result settles the returned promise).
  */
 export function withTimeout<T>(
@@ -147,6 +147,7 @@ export function withTimeout<T>(
       if (ticker) clearInterval(ticker);
       tickMs = ticker ? Math.min(tickMs, wanted) : wanted;
       ticker = setInterval(tick, tickMs);
+      ticker.unref();
     }
     promise.then(
       (value) => {
