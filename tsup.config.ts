@@ -66,7 +66,9 @@ export default defineConfig([
     entry: ENTRIES,
     format: ['cjs'],
     // the declarations are written once, here; each entry's ESM declaration file re-exports them (see esmTypes)
-    dts: { compilerOptions: { stripInternal: true } },
+    // The declarations use Node's types (EventEmitter, AbortSignal, Symbol.asyncDispose): they say so, for projects
+    // whose `types` does not list node (TypeScript 6+ includes no @types package by default).
+    dts: { compilerOptions: { stripInternal: true }, banner: '/// <reference types="node" />' },
     sourcemap: false,
     target: 'node20',
     splitting: false,

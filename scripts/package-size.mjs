@@ -4,12 +4,15 @@
 // - the tarball installed in a new app weighs at most 1.2 MB with everything it pulls in (holdfast and its
 //   dependencies, as they land in node_modules);
 // - no shipped .js/.cjs line is longer than 500 characters (Node prints the source line of an uncaught throw, and a
-//   stack frame points into these files: both must stay readable).
+//   stack frame points into these files: both must stay readable);
+// - the entry points' declarations type-check in that app, from ESM and from CommonJS, under `strict` without
+//   `skipLibCheck`, with `types: []` (TypeScript 6+'s default: no @types package unless listed) and none of the
+//   optional peers' types installed (@types/node-zookeeper-client among them).
 // Prints the figures either way; exits 1 on any failure.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 
 const LIMIT = 1_200_000;
 const MAX_LINE = 500;
@@ -72,6 +75,22 @@ try {
   }
   console.log(`lines over ${MAX_LINE} characters in the shipped JavaScript: ${long}`);
   if (long > 0) failed = true;
+
+  // @types/node as a Node project has it (the repository's copy), and nothing else
+  mkdirSync(join(modules, '@types'), { recursive: true });
+  symlinkSync(resolve('node_modules/@types/node'), join(modules, '@types', 'node'), 'dir');
+  const entries = ['holdfast', 'holdfast/zookeeper', 'holdfast/cron', 'holdfast/node-cron', 'holdfast/nestjs'];
+  writeFileSync(join(app, 'check.mts'), entries.map((e, i) => `import * as m${i} from '${e}';\nconsole.log(m${i});\n`).join(''));
+  writeFileSync(join(app, 'check.cts'), entries.map((e, i) => `import m${i} = require('${e}');\nconsole.log(m${i});\n`).join(''));
+  const tsconfig = { compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false, noEmit: true, types: [] }, files: ['check.mts', 'check.cts'] };
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig));
+  try {
+    execFileSync(resolve('node_modules/.bin/tsc'), ['-p', app], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    console.log(`types: ${entries.join(', ')} type-check from ESM and CommonJS (strict, types: [], no skipLibCheck)`);
+  } catch (error) {
+    console.log(`types: errors in a new app (strict, types: [], no skipLibCheck):\n${error.stdout}`);
+    failed = true;
+  }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
