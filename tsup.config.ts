@@ -65,9 +65,9 @@ export default defineConfig([
     // on the hot path that the ESM build does not pay.
     entry: ENTRIES,
     format: ['cjs'],
-    // the declarations are written once, here; each entry's ESM declaration file re-exports them (see esmTypes)
-    // The declarations use Node's types (EventEmitter, AbortSignal, Symbol.asyncDispose): they say so, for projects
-    // whose `types` does not list node (TypeScript 6+ includes no @types package by default).
+    // The declarations are written once, here (each entry's ESM declaration file re-exports them: see esmTypes),
+    // without @internal members. They use Node's types (EventEmitter, AbortSignal, Symbol.asyncDispose) and say so,
+    // for projects whose `types` does not list node (TypeScript 6+ includes no @types package by default).
     dts: { compilerOptions: { stripInternal: true }, banner: '/// <reference types="node" />' },
     sourcemap: false,
     target: 'node20',

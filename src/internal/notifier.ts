@@ -243,6 +243,7 @@ export class Notifier {
       if (this.#channels.get(name) === channel) {
         this.#channels.delete(name);
         if (channel.idle) clearTimeout(channel.idle);
+        if (this.#channels.size === 0) this.#retire();
       }
       throw toHoldfastError(error, `subscribe ${name}`);
     }
@@ -260,7 +261,10 @@ export class Notifier {
       this.#channels.set(name, created);
       // A failed subscription is retried by the next listener.
       subscribed.catch(() => {
-        if (this.#channels.get(name) === created && created.listeners.length === 0 && created.observers.size === 0) this.#channels.delete(name);
+        if (this.#channels.get(name) === created && created.listeners.length === 0 && created.observers.size === 0) {
+          this.#channels.delete(name);
+          if (this.#channels.size === 0) this.#retire();
+        }
       });
     }
     if (channel.idle) {
@@ -294,6 +298,7 @@ export class Notifier {
       if (this.#channels.get(name) === channel && channel.listeners.length === 0 && channel.observers.size === 0) {
         this.#channels.delete(name);
         if (channel.idle) clearTimeout(channel.idle);
+        if (this.#channels.size === 0) this.#retire();
       }
       throw toHoldfastError(error, `subscribe ${name}`);
     }
