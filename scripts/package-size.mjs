@@ -7,7 +7,9 @@
 //   stack frame points into these files: both must stay readable);
 // - the entry points' declarations type-check in that app, from ESM and from CommonJS, under `strict` without
 //   `skipLibCheck`, with `types: []` (TypeScript 6+'s default: no @types package unless listed) and none of the
-//   optional peers' types installed (@types/node-zookeeper-client among them).
+//   optional peers' types installed (@types/node-zookeeper-client among them);
+// - without any optional peer installed, every entry point loads (ESM and CommonJS), and the scheduler says to install
+//   croner when asked to parse a cron expression.
 // Prints the figures either way; exits 1 on any failure.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -75,6 +77,26 @@ try {
   }
   console.log(`lines over ${MAX_LINE} characters in the shipped JavaScript: ${long}`);
   if (long > 0) failed = true;
+
+  const transport = "{ kind: 'none', evalsha() {}, eval() {}, command() {}, createSubscriber() {} }";
+  const probe = (load) => `${load}\nconst h = new Holdfast({ redis: ${transport} });\ntry { h.scheduler().schedule('j', '* * * * *', async () => {}); console.log('scheduled'); } catch (e) { console.log(e.message); }\nvoid h.close();\n`;
+  // an entry point whose feature needs its peer (ZooKeeper, OpenTelemetry) may fail to load for that peer only
+  const peerMissing = "/Cannot find (module|package) '(node-zookeeper-client|@opentelemetry\\/api)'/";
+  const others = "['zookeeper', 'cron', 'node-cron', 'nestjs', 'otel']";
+  const esm = probe(`import { Holdfast } from 'holdfast';\nfor (const e of ${others}) { try { await import('holdfast/' + e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
+  const cjs = probe(`const { Holdfast } = require('holdfast');\nfor (const e of ${others}) { try { require('holdfast/' + e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
+  for (const [name, code] of [['load.mjs', esm], ['load.cjs', cjs]]) {
+    writeFileSync(join(app, name), code);
+    let said = '';
+    try {
+      said = execFileSync(process.execPath, [name], { cwd: app, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    } catch (error) {
+      said = `failed: ${error.stderr.split('\n').slice(0, 6).join(' ')}`;
+    }
+    const ok = /npm install croner/.test(said);
+    console.log(`without optional peers (${name}): ${ok ? 'every entry point loads; schedule() asks for croner' : said}`);
+    if (!ok) failed = true;
+  }
 
   // @types/node as a Node project has it (the repository's copy), and nothing else
   mkdirSync(join(modules, '@types'), { recursive: true });
