@@ -8,7 +8,7 @@ import { glideTransport, isGlide } from './adapters/glide.js';
 import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
-import { Core, type CoreSettings, type HoldfastWarning } from './core.js';
+import { Core, firstProcessWarning, type CoreSettings, type HoldfastWarning } from './core.js';
 import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
@@ -78,7 +78,7 @@ export interface HoldfastOptions {
    * What to do when the server's `maxmemory-policy` can evict holdfast's keys (read once, at the first acquisition).
    * Every `volatile-*` policy can evict a held lock (its key has a TTL), so another client gets it while the holder
    * still works; every `allkeys-*` policy can also evict a fencing counter, so tokens start again. `'warn'`: emit a
-   * `warning` event (or a process warning when nobody listens) and go on; `'refuse'`: every acquisition rejects with
+   * `warning` event (or, when nobody listens, a process warning: once per server in a process) and go on; `'refuse'`: every acquisition rejects with
    * `EvictionPolicyError`; `'ignore'`: do not check. Use `noeviction`, or a Redis that holds no evictable data.
    * @default "warn"
    */
@@ -172,9 +172,9 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       (error) => {
         if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);
       },
-      (warning) => {
+      (warning, server) => {
         if (this.listenerCount('warning') > 0) this.emit('warning', warning);
-        else process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
+        else if (firstProcessWarning(warning.code, server)) process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
       },
     );
     this.#label = label === undefined ? undefined : new LabelAnnouncer(this.core, label);

@@ -48,10 +48,11 @@ export interface HeldFacts {
 
 /** A held object that can describe itself (see `Held`). */
 export interface Describable {
+  /** @internal */
   diagnostics(): HeldFacts | undefined;
-  /** The traced acquisition that returned this object, set by {@link traceAcquire}: its release repeats its facts. */
+  /** @internal The traced acquisition that returned this object, set by {@link traceAcquire}: its release repeats its facts. */
   acquisition: AcquireContext | undefined;
-  /** When that acquisition ended ({@link now}). */
+  /** @internal When that acquisition ended ({@link now}). */
   acquiredAt: number;
 }
 

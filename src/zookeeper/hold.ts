@@ -14,7 +14,7 @@ import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
 /** The state of a held ZooKeeper lock. */
 export type ZkHoldState = 'held' | 'suspended' | 'lost' | 'released';
 
-/** @internal One owner's hold of one queue node, shared by its reentrant acquisitions. */
+/** One owner's hold of one queue node, shared by its reentrant acquisitions. */
 export class ZkHold implements Closable, TracedHold {
   holds = 0;
   #fingerprint: string | undefined;
