@@ -43,6 +43,13 @@ export interface RedisTransport {
    * the lock gone was the one that freed it).
    */
   epoch?(): number;
+  /**
+   * Optional: what the client knows of its connection when it is not connected, for the error of a call that got no
+   * reply in time: `state` goes into the message ("ioredis reconnecting to 127.0.0.1:6379: connect ECONNREFUSED
+   * 127.0.0.1:6379"), `cause` (the last connection error the client saw) becomes its `cause`. `undefined` when
+   * connected. Called only after a time-out; must not throw.
+   */
+  diagnose?(): { readonly state: string; readonly cause?: Error | undefined } | undefined;
 }
 
 /** True for an object that already is a {@link RedisTransport}. */

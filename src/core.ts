@@ -41,12 +41,26 @@ export interface HoldfastWarning {
   policy?: string;
 }
 
+/**
+ * The process warnings already given, by code and server (`run_id`): every client of a process that talks to one
+ * server gets its `warning` event, but the process warning (for clients nobody listens to) is given once.
+ */
+const warnedServers = new Set<string>();
+
+/** True the first time it is asked for `code` and `server` in this process: give the process warning then. */
+export function firstProcessWarning(code: HoldfastWarning['code'], server: string): boolean {
+  const key = `${code}:${server}`;
+  if (warnedServers.has(key)) return false;
+  warnedServers.add(key);
+  return true;
+}
+
 /** Policies that never evict a key holdfast writes. */
 const SAFE_POLICIES = new Set(['noeviction']);
 
 /** Something `close()` must end: a live hold of any primitive. */
 export interface Closable extends Slotted {
-  /** Releases in Redis (best effort) and stops timers. */
+  /** @internal Releases in Redis (best effort) and stops timers. */
   closeHold(): Promise<void>;
 }
 
@@ -77,7 +91,8 @@ export class Core {
     readonly transport: RedisTransport,
     readonly settings: CoreSettings,
     readonly emitLost: (error: LockLostError) => void,
-    readonly emitWarning: (warning: HoldfastWarning) => void = () => {},
+    /** `server`: the server's `run_id` ('' when unknown), for {@link firstProcessWarning}. */
+    readonly emitWarning: (warning: HoldfastWarning, server: string) => void = () => {},
   ) {
     this.keys = new Keys(settings.prefix);
     this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
@@ -124,7 +139,7 @@ export class Core {
       }
       // refused (an ACL, or a managed Redis that renames CONFIG): say so once, and go on
       this.#policyOk = true;
-      this.emitWarning({
+      await this.#warn({
         code: 'EVICTION_POLICY_UNKNOWN',
         message: `holdfast could not read maxmemory-policy (${(error as Error).message}): make sure it is noeviction, or that this Redis holds no evictable data`,
       });
@@ -137,7 +152,19 @@ export class Core {
     const error = new EvictionPolicyError(policy);
     if (this.settings.evictionPolicy === 'refuse') throw error;
     this.#policyOk = true;
-    this.emitWarning({ code: 'EVICTION_POLICY', message: error.message, policy });
+    await this.#warn({ code: 'EVICTION_POLICY', message: error.message, policy });
+  }
+
+  /** Gives `warning`, naming the server it is about. */
+  async #warn(warning: HoldfastWarning): Promise<void> {
+    let server = '';
+    try {
+      // only on this rare path: which server it is, so that many clients of one process warn of it once
+      server = /^run_id:(\w+)/m.exec(String(await this.command(['INFO', 'server'])))?.[1] ?? '';
+    } catch {
+      /* INFO refused too: once per process, whatever the server */
+    }
+    this.emitWarning(warning, server);
   }
 
   get closed(): boolean {

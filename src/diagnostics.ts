@@ -9,6 +9,7 @@
  * | `holdfast:lost`      | channel         | when a held lease is lost (its `signal` aborts)                 | {@link LostMessage}  |
  * | `holdfast:renew`     | channel         | after each watchdog renewal and each `extend()`                 | {@link RenewMessage} |
  * | `holdfast:handoff`   | channel         | when a fair lock is handed to a waiter, and when it claims it   | {@link HandoffMessage} |
+ * | `holdfast:election`  | channel         | when a candidate campaigns, is elected, loses or resigns        | {@link ElectionMessage} |
  *
  * The tracing channels follow Node's conventions (`tracing:holdfast:acquire:start`, `…:end`, `…:asyncStart`,
  * `…:asyncEnd`, `…:error`); the context object is the same across those events and is complete at `asyncEnd`.
@@ -32,12 +33,14 @@ export const CHANNELS = {
   renew: 'holdfast:renew',
   /** A fair lock changed hands through its queue: {@link HandoffMessage}. */
   handoff: 'holdfast:handoff',
+  /** A leader election's candidate campaigned, was elected, lost or resigned: {@link ElectionMessage}. */
+  election: 'holdfast:election',
 } as const;
 
 /**
  * Which primitive a message is about: a kind of the registry (src/kinds.ts), or a side of a read-write lock
  * (`read-lock`, `write-lock`). The `zk-` kinds are those of `holdfast/zookeeper`: its lock, the two sides of its
- * read-write lock, and its semaphore.
+ * read-write lock, and its semaphore and its leader election.
  */
 export type PrimitiveKind = HeldKind;
 
@@ -159,6 +162,27 @@ export interface HandoffMessage {
    * full lease) landed in Redis; `claim-failed`: the grant was gone or Redis could not be reached (the hold is lost).
    */
   readonly stage: 'granted' | 'claimed' | 'claim-failed';
+}
+
+/** A message on `holdfast:election`: one step of one candidate of a leader election. */
+export interface ElectionMessage {
+  /** `election` (Redis) or `zk-election` (ZooKeeper). */
+  readonly kind: 'election' | 'zk-election';
+  /** The election's name. */
+  readonly name: string;
+  /**
+   * `campaign`: a candidate started to campaign (term 0); `elected`: it leads from now, with `term`; `lost`: its
+   * leadership was lost (its signal aborted, `reason` says why); `resigned`: it stepped down.
+   */
+  readonly event: 'campaign' | 'elected' | 'lost' | 'resigned';
+  /** The term (0 for `campaign`). */
+  readonly term: number;
+  /** The candidate's label. */
+  readonly label: string;
+  /** The candidate's owner fingerprint. */
+  readonly fingerprint: string;
+  /** Why leadership was lost (for `lost`). */
+  readonly reason?: LockLostReason;
 }
 
 /**

@@ -8,7 +8,7 @@ import { glideTransport, isGlide } from './adapters/glide.js';
 import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
-import { Core, type CoreSettings, type HoldfastWarning } from './core.js';
+import { Core, firstProcessWarning, type CoreSettings, type HoldfastWarning } from './core.js';
 import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
 import { checkDuration, checkKnownKeys, checkName, checkOptions, checkPrefix, optBoolean } from './internal/validate.js';
@@ -26,6 +26,7 @@ import { PermitExpirableSemaphore } from './primitives/permit-expirable-semaphor
 import { ReadWriteLock, type ReadWriteLockOptions } from './primitives/read-write-lock.js';
 import { Semaphore } from './primitives/semaphore.js';
 import { FencedKey } from './fencing/fenced-key.js';
+import { Election, type ElectionOptions } from './primitives/election.js';
 
 /** Options of {@link Holdfast}. */
 export interface HoldfastOptions {
@@ -77,7 +78,7 @@ export interface HoldfastOptions {
    * What to do when the server's `maxmemory-policy` can evict holdfast's keys (read once, at the first acquisition).
    * Every `volatile-*` policy can evict a held lock (its key has a TTL), so another client gets it while the holder
    * still works; every `allkeys-*` policy can also evict a fencing counter, so tokens start again. `'warn'`: emit a
-   * `warning` event (or a process warning when nobody listens) and go on; `'refuse'`: every acquisition rejects with
+   * `warning` event (or, when nobody listens, a process warning: once per server in a process) and go on; `'refuse'`: every acquisition rejects with
    * `EvictionPolicyError`; `'ignore'`: do not check. Use `noeviction`, or a Redis that holds no evictable data.
    * @default "warn"
    */
@@ -171,9 +172,9 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       (error) => {
         if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);
       },
-      (warning) => {
+      (warning, server) => {
         if (this.listenerCount('warning') > 0) this.emit('warning', warning);
-        else process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
+        else if (firstProcessWarning(warning.code, server)) process.emitWarning(warning.message, { code: `HOLDFAST_${warning.code}` });
       },
     );
     this.#label = label === undefined ? undefined : new LabelAnnouncer(this.core, label);
@@ -315,6 +316,14 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   /** A Redis value guarded by fencing tokens: writes with a token older than the last accepted one are rejected. */
   fencedKey(name: string): FencedKey {
     return new FencedKey(this.core, checkName(name));
+  }
+
+  /**
+   * A handle on the leader election `name` (cheap; no Redis call): `campaign()` to lead, `run()` to lead in a loop,
+   * `leader()` and `observe()` to follow who leads. `close()` resigns every leadership of this client.
+   */
+  election(name: string, options?: ElectionOptions): Election {
+    return new Election(this.core, checkName(name), options);
   }
 
   /** True once `close()` was called. */

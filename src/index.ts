@@ -105,4 +105,18 @@ export {
   type LostMessage,
   type RenewMessage,
   type HandoffMessage,
+  type ElectionMessage,
 } from './diagnostics.js';
+export {
+  Election,
+  Leadership,
+  type ElectionOptions,
+  type CampaignOptions,
+  type RunOptions,
+  type ObserveOptions,
+  type LeaderInfo,
+  type ElectionChange,
+  type ElectionInfo,
+  type CandidateInfo,
+  type LeaderScope,
+} from './primitives/election.js';

@@ -38,6 +38,9 @@
  * | `holdfast:{orders:42}:qsem:<i>`  | string | the lease           | Redlock semaphore: permit slot i → owner |
  * | `holdfast:{orders:42}:latch`     | string | optional            | count-down latch count  |
  * | `holdfast:{orders:42}:fenced`    | hash   | optional            | fenced value + token    |
+ * | `holdfast:{ingest}:elect`        | hash   | the lease           | election: leader `{t, o, l, s}` |
+ * | `holdfast:{ingest}:elect:c`      | zset   | refreshed by candidates | election: waiting candidates → alive-until |
+ * | `holdfast:{ingest}:elect:ch`     | channel| —                   | election: elected / resigned |
  * | `holdfast:label:{<client fp>}`   | string | 60 s, refreshed     | a client's `label` option, for inspections |
  *
  * Some scripts build a channel from a key they were given instead of receiving it, to keep every request short: the
@@ -287,6 +290,18 @@ export class Keys {
    */
   clientLabel(clientFingerprint: string): string {
     return `${this.prefix}label:{${clientFingerprint}}`;
+  }
+  /** Election: the leader, a hash `{t = term, o = owner id, l = label, s = since}` whose TTL is the lease. */
+  election(name: string): string {
+    return `${this.base(name)}:elect`;
+  }
+  /** Election: the candidates that wait, a zset `"<owner id>|<label>"` → until when alive (Redis ms). */
+  electionCandidates(name: string): string {
+    return `${this.base(name)}:elect:c`;
+  }
+  /** Election: the channel every election and resignation publishes on. */
+  electionChannel(name: string): string {
+    return `${this.base(name)}:elect:ch`;
   }
   /** The lock name back from a key of this prefix, or `undefined` if the key is not one of ours. */
   nameOf(key: string): string | undefined {

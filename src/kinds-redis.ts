@@ -253,6 +253,32 @@ const jobStore: KindStore = {
 };
 
 /** Each `redis` kind's store. */
+const electionStore: KindStore = {
+  suffixes: [suffix((k, n) => k.election(n)), suffix((k, n) => k.electionCandidates(n))],
+  async read(holdfast, name) {
+    const core = coreOf(holdfast);
+    const key = core.keys.election(name);
+    const [info, owner] = await Promise.all([holdfast.election(name).inspect(), core.command(['HGET', key, 'o'], key)]);
+    if (info.leader === null && info.candidates.length === 0) return undefined;
+    const leader = info.leader;
+    return {
+      kind: 'election',
+      name,
+      held: leader !== null,
+      holders:
+        leader === null
+          ? []
+          : [{ owner: typeof owner === 'string' ? owner : Buffer.isBuffer(owner) ? owner.toString() : '', fingerprint: leader.fingerprint, label: leader.label, holdCount: 1, remainingTtl: leader.remainingMs, token: leader.term }],
+      token: leader?.term ?? 0,
+      lastToken: info.lastTerm,
+      remainingTtl: leader?.remainingMs ?? null,
+      waiters: info.candidates.length,
+      queue: info.candidates.map((c) => ({ owner: '', fingerprint: c.fingerprint, label: c.label })),
+    };
+  },
+  /** Deposes the leader and wakes the candidates (the deposed leader's signal aborts at its next renewal). */
+  forceFree: (holdfast, name) => holdfast.election(name).forceResign(),
+};
 const STORES: Partial<Record<KindName, KindStore>> = {
   lock: lockStore,
   'fair-lock': fairLockStore,
@@ -261,6 +287,7 @@ const STORES: Partial<Record<KindName, KindStore>> = {
   semaphore: semaphoreStore,
   latch: latchStore,
   job: jobStore,
+  election: electionStore,
 };
 
 /** The registry's kinds that live in Redis, each with its store, in the registry's order. */

@@ -124,9 +124,11 @@ export const KIND_NAMES = [
   'multi-lock',
   'redlock',
   'redlock-semaphore',
+  'election',
   'zk-lock',
   'zk-read-write-lock',
   'zk-semaphore',
+  'zk-election',
 ] as const;
 
 /** A kind's name (see {@link KIND_NAMES}). */
@@ -161,6 +163,7 @@ export const KINDS: readonly KindEntry[] = [
   { kind: 'redlock', title: 'redlock', held: [{ kind: 'redlock', title: 'redlock' }], lives: 'elsewhere' },
   { kind: 'redlock-semaphore', title: 'redlock semaphore', held: [{ kind: 'redlock-semaphore', title: 'redlock semaphore' }], lives: 'elsewhere' },
   // ZooKeeper: the command line connects to Redis only
+  { kind: 'election', title: 'election', held: [{ kind: 'election', title: 'leadership' }], lives: 'redis' },
   { kind: 'zk-lock', title: 'ZooKeeper lock', held: [{ kind: 'zk-lock', title: 'zk-lock' }], lives: 'zookeeper' },
   {
     kind: 'zk-read-write-lock',
@@ -172,6 +175,7 @@ export const KINDS: readonly KindEntry[] = [
     lives: 'zookeeper',
   },
   { kind: 'zk-semaphore', title: 'ZooKeeper semaphore', held: [{ kind: 'zk-semaphore', title: 'zk-semaphore' }], lives: 'zookeeper' },
+  { kind: 'zk-election', title: 'ZooKeeper election', held: [{ kind: 'zk-election', title: 'zk-election' }], lives: 'zookeeper' },
 ];
 
 /** The registry entry of `kind`. */

@@ -83,8 +83,10 @@ interface Pending extends Slotted {
 
 /**
  * Command time-outs share one unref'd ticker instead of a timer per command (a timer costs more than a Redis
- * round trip's worth of JS on a busy hot path). The ticker runs only while commands are in flight. The commands in
- * flight are a {@link LiveSet}, not a `Set`: see there why.
+ * round trip's worth of JS on a busy hot path). The ticker runs only while commands are in flight; it never keeps
+ * the process alive (a call holdfast sends on its own, such as the undo of an acquisition whose reply came too late,
+ * must not hold up the exit of a process whose user is done). The commands in flight are a {@link LiveSet}, not a
+ * `Set`: see there why.
  */
 const pending = new LiveSet<Pending>();
 let ticker: NodeJS.Timeout | undefined;
@@ -105,17 +107,40 @@ function tick(): void {
 }
 
 /**
+ * The error of a call that got no reply in time, with what the client knows of its connection when it is not
+ * connected (its state, address and last connection error: "connect ECONNREFUSED 127.0.0.1:6379"), as message and
+ * `cause`.
+ */
+function noReply(what: string, ms: number, transport: RedisTransport | undefined): RedisConnectionError {
+  let why: ReturnType<NonNullable<RedisTransport['diagnose']>>;
+  try {
+    why = transport?.diagnose?.();
+  } catch {
+    why = undefined; // a diagnosis must never hide the time-out
+  }
+  const message = `${what}: no reply from Redis within ${ms} ms`;
+  if (!why) return new RedisConnectionError(message);
+  return new RedisConnectionError(`${message} (${why.state})`, why.cause === undefined ? undefined : { cause: why.cause });
+}
+
+/**
  * Races `promise` against `ms` (checked every `min(25, ms / 4)` ms by a shared unref'd ticker: it never keeps the
  * process alive). On time-out rejects with a {@link RedisConnectionError}; the command may still run on the server.
  * `onError`, when given, handles a rejection of `promise` that came in time (its result settles the returned promise).
  */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string, onError?: (error: unknown) => Promise<T>): Promise<T> {
+export function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  what: string,
+  onError?: (error: unknown) => Promise<T>,
+  transport?: RedisTransport,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const entry: Pending = {
       deadline: performance.now() + ms,
       fail: () => {
         pending.delete(entry);
-        reject(new RedisConnectionError(`${what}: no reply from Redis within ${ms} ms`));
+        reject(noReply(what, ms, transport));
       },
       liveSlot: undefined,
     };
@@ -160,8 +185,12 @@ export function runScript(
     return Promise.reject(new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`));
   }
   const started = performance.now();
-  return withTimeout(transport.evalsha(script.sha, keys, args), timeoutMs, `script ${script.name}`, (error) =>
-    retryScript(transport, script, keys, args, timeoutMs, started, error),
+  return withTimeout(
+    transport.evalsha(script.sha, keys, args),
+    timeoutMs,
+    `script ${script.name}`,
+    (error) => retryScript(transport, script, keys, args, timeoutMs, started, error),
+    transport,
   );
 }
 
@@ -203,7 +232,7 @@ async function retryScript(
     const sent = performance.now();
     const left = Math.max(1, Math.round(timeoutMs - elapsed()));
     try {
-      return await withTimeout(noScript ? transport.eval(script.source, keys, args) : transport.evalsha(script.sha, keys, args), left, what);
+      return await withTimeout(noScript ? transport.eval(script.source, keys, args) : transport.evalsha(script.sha, keys, args), left, what, undefined, transport);
     } catch (next) {
       if (next instanceof HoldfastError) throw next; // no reply in time
       error = next;
@@ -217,7 +246,7 @@ async function retryScript(
 export async function runCommand(transport: RedisTransport, args: readonly string[], key: string | undefined, timeoutMs: number): Promise<unknown> {
   const what = `command ${args[0] ?? ''}`;
   try {
-    return await withTimeout(transport.command(args, key), timeoutMs, what);
+    return await withTimeout(transport.command(args, key), timeoutMs, what, undefined, transport);
   } catch (error) {
     throw toHoldfastError(error, what);
   }

@@ -29,6 +29,8 @@ export interface IoredisLike {
   slots?: unknown;
   /** The connection's socket, when connected: holdfast corks it to send the commands of one turn in one write. */
   stream?: unknown;
+  /** `ready` when connected; else `connecting`, `reconnecting`, `end`…: said in the error of a call without reply. */
+  status?: string;
   /** Present on a `Cluster`. */
   nodes?(role?: string): IoredisLike[];
   /** Present on a node of a `Cluster`. */
@@ -103,6 +105,19 @@ function nodeFor(client: IoredisLike, key: string): IoredisLike | undefined {
   return client.nodes('master').find((n) => `${n.options?.host ?? ''}:${n.options?.port ?? ''}` === nodeKey);
 }
 
+/**
+ * The client's state when it is not connected: its status, address and the error its last socket ended with (a
+ * destroyed socket keeps it as `errored`), e.g. `ioredis reconnecting to 127.0.0.1:6379: connect ECONNREFUSED …`.
+ */
+function diagnose(client: IoredisLike): { state: string; cause?: Error } | undefined {
+  if (client.status === undefined || client.status === 'ready') return undefined;
+  const { host, port } = typeof client.nodes === 'function' ? {} : (client.options ?? {});
+  const where = host === undefined ? '' : ` to ${host}:${port ?? 6379}`;
+  const errored = (client.stream as { errored?: unknown } | undefined)?.errored;
+  const cause = errored instanceof Error ? errored : undefined;
+  return { state: `ioredis ${client.status}${where}${cause ? `: ${cause.message}` : ''}`, ...(cause ? { cause } : {}) };
+}
+
 /** True when `value` looks like an ioredis client (`Redis` or `Cluster`). */
 export function isIoredis(value: unknown): value is IoredisLike {
   const v = value as Partial<IoredisLike> | null;
@@ -125,6 +140,7 @@ export function ioredisTransport(client: IoredisLike): RedisTransport {
   return {
     kind: 'ioredis',
     epoch: () => epoch,
+    diagnose: () => diagnose(client),
     evalsha: batch
       ? (sha, keys, args) => {
           batch.before();

@@ -28,8 +28,12 @@ export interface NodeRedisLike {
   quit?(): Promise<unknown>;
   /** Closes the client at once. */
   destroy?(): void;
-  /** Whether the client is connected. */
+  /** Whether the client was connected (and not closed since). */
   isOpen?: boolean;
+  /** Whether the client is connected now (false while it reconnects). */
+  isReady?: boolean;
+  /** The client's options: their `url` is named (without its password) in the error of a call without reply. */
+  options?: { url?: string | undefined } | undefined;
   /** Present on a cluster client. */
   masters?: unknown;
   /** Present on a Sentinel client (`createSentinel`). */
@@ -52,6 +56,25 @@ export function isNodeRedis(value: unknown): value is NodeRedisLike {
  * whose reply was lost is released right behind it).
  */
 const COMMAND_OPTIONS = Object.freeze({ timeout: 0 });
+
+/**
+ * A command on a client that is not open: node-redis would say "The client is closed", and a client from
+ * `createClient()` starts closed until `connect()`.
+ */
+function notOpen(): Promise<never> {
+  return Promise.reject(new Error('the node-redis client is not open: call `await client.connect()` before holdfast uses it (and close holdfast before you close the client)'));
+}
+
+/** `redis://user:secret@host` → `redis://user:***@host`. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  }
+}
 
 /** `[name, sha or source, numkeys, ...keys, ...args]` as the strings node-redis sends. */
 function scriptCommand(name: 'EVALSHA' | 'EVAL', body: string, keys: readonly string[], args: ScriptArgs): string[] {
@@ -83,9 +106,14 @@ export function nodeRedisTransport(client: NodeRedisLike): RedisTransport {
         : (args) => sendCommand(args, COMMAND_OPTIONS);
   return {
     kind: 'node-redis',
-    evalsha: (sha, keys, args) => send(scriptCommand('EVALSHA', sha, keys, args), keys[0]),
-    eval: (script, keys, args) => send(scriptCommand('EVAL', script, keys, args), keys[0]),
-    command: (args, key) => send([...args], key),
+    evalsha: (sha, keys, args) => (client.isOpen === false ? notOpen() : send(scriptCommand('EVALSHA', sha, keys, args), keys[0])),
+    eval: (script, keys, args) => (client.isOpen === false ? notOpen() : send(scriptCommand('EVAL', script, keys, args), keys[0])),
+    command: (args, key) => (client.isOpen === false ? notOpen() : send([...args], key)),
+    diagnose: () => {
+      if (client.isReady !== false) return undefined;
+      const url = client.options?.url;
+      return { state: `node-redis client not ready${url ? `, reconnecting to ${redactUrl(url)}` : ''}` };
+    },
     async createSubscriber(onMessage, sharded) {
       const sub = client.duplicate();
       sub.on('error', () => {

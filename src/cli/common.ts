@@ -107,15 +107,17 @@ function parseArgsMessage(error: unknown, argv: string[]): string {
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
- * A duration option: `500ms`, `10s`, `1.5s`, `2m`, `1h`; a bare number is milliseconds. Resolves whole
- * milliseconds, or `undefined` when the option is absent.
+ * A duration option: `500ms`, `10s`, `1.5s`, `2m`, `1h`; a bare number is in `bare` units (milliseconds, or
+ * seconds where a well-known tool reads it so: `exec --wait`, like `flock -w`). Resolves whole milliseconds, or
+ * `undefined` when the option is absent.
  */
-export function durationOption(value: string | undefined, name: string, command: string, min = 0): number | undefined {
+export function durationOption(value: string | undefined, name: string, command: string, min = 0, bare: 'ms' | 's' = 'ms'): number | undefined {
   if (value === undefined) return undefined;
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
-  const ms = match ? Number(match[1]) * UNITS[match[2] ?? 'ms']! : NaN;
+  const ms = match ? Number(match[1]) * UNITS[match[2] ?? bare]! : NaN;
   if (!Number.isInteger(ms)) {
-    throw new UsageError(`--${name} must be a duration such as 500ms, 10s or 2m (a bare number is milliseconds), got "${value}"`, command);
+    const unit = bare === 's' ? 'seconds' : 'milliseconds';
+    throw new UsageError(`--${name} must be a duration such as 500ms, 10s or 2m (a bare number is ${unit}), got "${value}"`, command);
   }
   if (ms < min || ms > 2_147_483_647) throw new UsageError(`--${name} must be between ${min} ms and 2147483647 ms, got ${ms} ms`, command);
   return ms;

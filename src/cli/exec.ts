@@ -23,7 +23,8 @@ The command gets in its environment:
                    lock. Send it with your writes so that a resource can refuse a stale holder.
 
 Options:
-  -w, --wait <duration>    wait at most this long for the lock (default: as long as it takes; 0 = one attempt)
+  -w, --wait <duration>    wait at most this long for the lock (default: as long as it takes; 0 = one attempt).
+                           A bare number is seconds, as for flock -w: -w 10 waits 10 s, -w 500ms half a second
   -n, --no-wait            one attempt: fail at once if the lock is held (the same as --wait 0)
   -E, --conflict-exit-code <n>
                            exit code when the lock could not be had in time (default: 75)
@@ -47,7 +48,7 @@ Exit codes:
 Examples:
   holdfast exec nightly-report -- ./make-report.sh --date today
   holdfast exec -n deploy -- ./deploy.sh                  # skip (exit 75) if a deploy is running
-  holdfast exec -w 10s -E 0 cleanup -- ./cleanup.sh        # wait up to 10 s; if still held, exit 0
+  holdfast exec -w 10 -E 0 cleanup -- ./cleanup.sh         # wait up to 10 s; if still held, exit 0
   REDIS_URL=redis://redis.internal:6379 holdfast exec --lease 10s migrate -- npm run migrate
   holdfast exec orders -- sh -c 'echo "token $HOLDFAST_TOKEN"'`;
 
@@ -81,7 +82,7 @@ export async function execCommand(argv: string[]): Promise<number> {
   if (extra.length > 0) throw new UsageError(`put the command after "--": holdfast exec ${name} -- ${extra.join(' ')}`, 'exec');
   if (command.length === 0 || command[0] === '') throw new UsageError('exec needs a command after "--"', 'exec');
   if (values['no-wait'] && values.wait !== undefined) throw new UsageError('give --wait or --no-wait, not both', 'exec');
-  const wait = values['no-wait'] ? 0 : durationOption(values.wait, 'wait', 'exec');
+  const wait = values['no-wait'] ? 0 : durationOption(values.wait, 'wait', 'exec', 0, 's');
   const lease = durationOption(values.lease, 'lease', 'exec', 100) ?? 30_000;
   const grace = durationOption(values.grace, 'grace', 'exec') ?? 5000;
   const connectTimeout = durationOption(values['connect-timeout'], 'connect-timeout', 'exec', 1) ?? 3000;

@@ -1,6 +1,7 @@
 /**
  * The `holdfast` command: run a command under a lock (`exec`), see and clear locks (`inspect`, `list`,
- * `unlock --force`), and show five common Redis lock schemes break under faults (`demo`).
+ * `unlock --force`, `dashboard`), see run-once jobs (`jobs`), and show five common Redis lock schemes break under
+ * faults (`demo`).
  *
  * @module
  */
@@ -25,6 +26,7 @@ Commands:
   list                     every lock held now
   unlock --force <lock>    delete a lock whoever holds it
   jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
+  dashboard                a live web page of the locks under a prefix (read-only unless --allow-unlock)
   demo                     five common Redis lock schemes and holdfast, side by side under faults
 
 Run \`holdfast <command> --help\` for a command's options and examples.
@@ -47,6 +49,9 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   demo: demoCommand,
   __demo_worker: demoWorker,
 };
+
+/** The commands a user can type, in the order the help lists them. */
+const PUBLIC_COMMANDS = Object.keys(COMMANDS).filter((c) => !c.startsWith('__'));
 
 function version(): string {
   try {
@@ -74,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.OK;
     }
     const run = COMMANDS[command.replace(/-/g, '_')];
-    if (!run || command === '__demo_worker') throw new UsageError(`unknown command "${command}" (commands: exec, inspect, list, unlock, demo)`);
+    if (!run || command === '__demo_worker') throw new UsageError(`unknown command "${command}" (commands: ${PUBLIC_COMMANDS.join(', ')})`);
     return await run(rest);
   } catch (error) {
     if (verbose && error instanceof Error) process.stderr.write((error.stack ?? error.message) + '\n');

@@ -48,8 +48,8 @@ export type RunOnceTick = (this: unknown, onComplete?: unknown) => Promise<void>
 
 /**
  * Wraps `fn` as a `CronJob` `onTick` that runs each tick once across instances: the tick (the whole second it fired
- * in) is claimed in Redis first, and only the instance that wins it runs `fn`. A throwing `fn` is reported through
- * `onError`, never thrown into `cron`.
+ * in) is claimed in Redis first, and only the instance that wins it runs `fn`. A throwing `fn`, and a tick that
+ * fires after the holdfast client was closed, are reported through `onError`, never thrown into `cron`.
  * @param source a holdfast client, or one of its schedulers
  * @param name the job's name: the same on every instance
  * @throws {TypeError | RangeError} for a bad source, name, function or option
@@ -72,6 +72,11 @@ export function runOnce(source: ClaimSource, name: string, fn: JobFunction, opti
     // `this` is the CronJob unless the job was given a context: its expression is shown by `holdfast jobs`
     const job = this as { cronTime?: { source?: unknown } } | undefined;
     const source = job?.cronTime?.source;
-    await scheduler.run(name, tick, fn, { ...locks, schedule: typeof source === 'string' ? source : 'cron' });
+    try {
+      await scheduler.run(name, tick, fn, { ...locks, schedule: typeof source === 'string' ? source : 'cron' });
+    } catch (error) {
+      // the holdfast client was closed (or the scheduler stopped) before the CronJob: reported, never thrown into cron
+      scheduler.report(error, { name, tick: new Date(tick), phase: 'claim' });
+    }
   };
 }

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { isHoldfastError } from '../errors.js';
 import { checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import type { JobClaim, Scheduler } from '../recipes/scheduler.js';
 import { schedulerOf, type ClaimSource } from './common.js';
@@ -33,13 +34,20 @@ export interface HoldfastRunCoordinator {
    * Claims the fire `key` (`<task name>:<ISO time of the fire>`, as node-cron builds it) for this instance: true when
    * it won it. `ttlMs` (the task's `distributedLease`, default 30 s) is the claim's `lockAtMostFor`: a crashed
    * instance's claim frees the task then.
-   * @throws {RedisConnectionError} when Redis did not answer: node-cron then skips the fire (fail-closed)
+   * @throws {RedisConnectionError} when Redis did not answer: node-cron then skips the fire (fail-closed). A fire after
+   * the holdfast client was closed is skipped too, and its `ClientClosedError` goes to the scheduler's `onError`
+   * (`jobError`) instead.
    */
   shouldRun(key: string, ttlMs: number): Promise<boolean>;
   /** Finishes the claim of `key`: the task stays locked until `lockAtLeastFor` after the fire started. */
   onComplete(key: string): Promise<void>;
   /** The scheduler the claims go through (its `jobError`/`skip` events, its `fingerprint`). */
   readonly scheduler: Scheduler;
+}
+
+/** True for the error of a claim made after the holdfast client was closed or its scheduler stopped. */
+function closed(error: unknown): boolean {
+  return (isHoldfastError(error) && error.code === 'CLIENT_CLOSED') || (error instanceof Error && error.message === 'the scheduler was stopped');
 }
 
 /** `name:2026-01-01T00:00:00.000Z`: node-cron's coordination key of one fire. */
@@ -68,7 +76,15 @@ export function holdfastRunCoordinator(source: ClaimSource, options?: RunCoordin
       // A key without a time (another caller): the fire is named by the second it came in, like cron's.
       const tick = match?.[2] ? Date.parse(match[2]) : Math.floor(Date.now() / 1000) * 1000;
       if (claims.has(key)) return false; // the same fire twice in this process (two tasks of one name)
-      const claim = await scheduler.claim(name, tick, { lockAtMostFor, lockAtLeastFor: Math.min(lockAtLeastFor, lockAtMostFor), schedule: 'node-cron' });
+      let claim: JobClaim | null;
+      try {
+        claim = await scheduler.claim(name, tick, { lockAtMostFor, lockAtLeastFor: Math.min(lockAtLeastFor, lockAtMostFor), schedule: 'node-cron' });
+      } catch (error) {
+        if (!closed(error)) throw error;
+        // the holdfast client was closed (or the scheduler stopped) before the task: reported, and the fire skipped
+        scheduler.report(error, { name, tick: new Date(tick), phase: 'claim' });
+        return false;
+      }
       if (claim) claims.set(key, claim);
       return claim !== null;
     },

@@ -9,6 +9,10 @@
  * where it does not, the local waiters are woken only once the reservation has lapsed.
  *
  * A wake that arrives while its waiter is between attempts is remembered, never lost: the next `wait()` returns at once.
+ *
+ * The subscriber connection lives only while something waits or observes: once the last channel is dropped it is
+ * closed (the next wait opens a new one), so it never keeps a process alive that forgot `holdfast.close()`. Every
+ * timer here is unref'd.
  */
 import type { RedisSubscriber, RedisTransport } from '../client.js';
 import { ClientClosedError } from '../errors.js';
@@ -141,6 +145,8 @@ export class Listener {
 /** Shared subscriber and the local waiters of each channel. */
 export class Notifier {
   #subscriber: Promise<RedisSubscriber> | undefined;
+  /** The close of a subscriber dropped for being idle, while it runs. */
+  #retiring: Promise<void> | undefined;
   readonly #channels = new Map<string, Channel>();
   #seq = 0;
   #closed = false;
@@ -231,12 +237,13 @@ export class Notifier {
     const listener = new Listener(++this.#seq, (l) => this.#leave(target, l), tag);
     channel.listeners.push(listener);
     try {
-      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`, undefined, this.transport);
     } catch (error) {
       listener.close();
       if (this.#channels.get(name) === channel) {
         this.#channels.delete(name);
         if (channel.idle) clearTimeout(channel.idle);
+        if (this.#channels.size === 0) this.#retire();
       }
       throw toHoldfastError(error, `subscribe ${name}`);
     }
@@ -254,7 +261,10 @@ export class Notifier {
       this.#channels.set(name, created);
       // A failed subscription is retried by the next listener.
       subscribed.catch(() => {
-        if (this.#channels.get(name) === created && created.listeners.length === 0 && created.observers.size === 0) this.#channels.delete(name);
+        if (this.#channels.get(name) === created && created.listeners.length === 0 && created.observers.size === 0) {
+          this.#channels.delete(name);
+          if (this.#channels.size === 0) this.#retire();
+        }
       });
     }
     if (channel.idle) {
@@ -282,12 +292,13 @@ export class Notifier {
       this.#idleIfUnused(channel);
     };
     try {
-      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`);
+      await withTimeout(channel.subscribed, this.timeoutMs, `subscribe ${name}`, undefined, this.transport);
     } catch (error) {
       stop();
       if (this.#channels.get(name) === channel && channel.listeners.length === 0 && channel.observers.size === 0) {
         this.#channels.delete(name);
         if (channel.idle) clearTimeout(channel.idle);
+        if (this.#channels.size === 0) this.#retire();
       }
       throw toHoldfastError(error, `subscribe ${name}`);
     }
@@ -311,6 +322,10 @@ export class Notifier {
         if (channel.listeners.length > 0 || channel.observers.size > 0 || this.#channels.get(channel.name) !== channel) return;
         this.#channels.delete(channel.name);
         if (channel.reservedWake) clearTimeout(channel.reservedWake);
+        if (this.#channels.size === 0) {
+          this.#retire();
+          return;
+        }
         this.#subscriber
           ?.then((sub) => sub.unsubscribe(channel.name))
           .catch(() => {
@@ -319,6 +334,25 @@ export class Notifier {
       }, IDLE_UNSUBSCRIBE_MS);
       channel.idle.unref();
     }
+  }
+
+  /**
+   * Closes the subscriber connection once no channel is left: nothing waits here, and an open connection would keep
+   * the process alive. A wait that comes later opens a new one.
+   */
+  #retire(): void {
+    const sub = this.#subscriber;
+    if (!sub) return;
+    this.#subscriber = undefined;
+    const retiring = sub
+      .then((s) => s.close())
+      .catch(() => {
+        /* never connected, or already gone */
+      })
+      .finally(() => {
+        if (this.#retiring === retiring) this.#retiring = undefined;
+      });
+    this.#retiring = retiring;
   }
 
   /** True when `channel` is subscribed (or being subscribed) here: `listen` will not need a new subscription. */
@@ -359,6 +393,7 @@ export class Notifier {
       channel.observers.clear();
     }
     this.#channels.clear();
+    await this.#retiring;
     const sub = this.#subscriber;
     if (sub) {
       try {

@@ -7,6 +7,7 @@
 
 /** What the queue calls when an entry comes due. */
 export interface Due {
+  /** @internal */
   due(): void;
 }
 

@@ -16,6 +16,7 @@ import {
   fingerprint,
   type AcquireContext,
   type AcquireOutcome,
+  type ElectionMessage,
   type HandoffMessage,
   type LostMessage,
   type PrimitiveKind,
@@ -33,6 +34,7 @@ const releaseChannel = dc.tracingChannel<unknown, ReleaseContext>(CHANNELS.relea
 const lostChannel = dc.channel(CHANNELS.lost);
 const renewChannel = dc.channel(CHANNELS.renew);
 const handoffChannel = dc.channel(CHANNELS.handoff);
+const electionChannel = dc.channel(CHANNELS.election);
 
 /** What a held object tells the channels about itself (never the owner id: its fingerprint). */
 export interface HeldFacts {
@@ -46,10 +48,11 @@ export interface HeldFacts {
 
 /** A held object that can describe itself (see `Held`). */
 export interface Describable {
+  /** @internal */
   diagnostics(): HeldFacts | undefined;
-  /** The traced acquisition that returned this object, set by {@link traceAcquire}: its release repeats its facts. */
+  /** @internal The traced acquisition that returned this object, set by {@link traceAcquire}: its release repeats its facts. */
   acquisition: AcquireContext | undefined;
-  /** When that acquisition ended ({@link now}). */
+  /** @internal When that acquisition ended ({@link now}). */
   acquiredAt: number;
 }
 
@@ -286,4 +289,19 @@ export function publishHandoff(name: string, hold: TracedHold, stage: HandoffMes
   if (!handoffChannel.hasSubscribers) return;
   const message: HandoffMessage = { kind: 'fair-lock', name, fingerprint: hold.fingerprint, label: localLabelOf(ownerOf(hold)), token: hold.token, stage };
   handoffChannel.publish(message);
+}
+
+/** Publishes one step of an election's candidate on `holdfast:election`. */
+export function publishElection(
+  kind: ElectionMessage['kind'],
+  name: string,
+  event: ElectionMessage['event'],
+  term: number,
+  label: string,
+  fingerprint: string,
+  reason?: ElectionMessage['reason'],
+): void {
+  if (!electionChannel.hasSubscribers) return;
+  const message: ElectionMessage = { kind, name, event, term, label, fingerprint, ...(reason === undefined ? {} : { reason }) };
+  electionChannel.publish(message);
 }

@@ -7,411 +7,2685 @@ export const scripts = {
     name: "cache/claim",
     numKeys: 3,
     sha: "0dbc72d216094a75d50b020d1290fe2bf5319126",
-    source: "local v = redis.call('get', KEYS[1])\nif v then\nreturn {2, v}\nend\nif ARGV[3] ~= '' then\nlocal e = redis.call('hmget', KEYS[3], 'i', 'e')\nif e[1] == ARGV[3] then\nreturn {4, e[2]}\nend\nend\nlocal o = redis.call('hget', KEYS[2], 'o')\nif o then\nreturn {0, redis.call('pttl', KEYS[2]), o}\nend\nredis.call('hset', KEYS[2], 'o', ARGV[1])\nredis.call('pexpire', KEYS[2], ARGV[2])\nreturn {1}\n",
+    source: `local v = redis.call('get', KEYS[1])
+if v then
+return {2, v}
+end
+if ARGV[3] ~= '' then
+local e = redis.call('hmget', KEYS[3], 'i', 'e')
+if e[1] == ARGV[3] then
+return {4, e[2]}
+end
+end
+local o = redis.call('hget', KEYS[2], 'o')
+if o then
+return {0, redis.call('pttl', KEYS[2]), o}
+end
+redis.call('hset', KEYS[2], 'o', ARGV[1])
+redis.call('pexpire', KEYS[2], ARGV[2])
+return {1}
+`,
   },
   "cache/fail": {
     name: "cache/fail",
     numKeys: 3,
     sha: "2ac4a78047bad6ce776aec09a8ec108dad10ddbd",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('hget', KEYS[2], 'o') == ARGV[1] then\nredis.call('del', KEYS[2])\nend\nredis.call('hset', KEYS[3], 'i', ARGV[1], 'e', ARGV[2])\nredis.call('pexpire', KEYS[3], ARGV[3])\nif tonumber(ARGV[5]) > 0 then\nredis.call('set', KEYS[1], 'e' .. ARGV[2], 'px', ARGV[5], 'nx')\nend\nnotify(ARGV[4], 'a')\nreturn 1\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('hget', KEYS[2], 'o') == ARGV[1] then
+redis.call('del', KEYS[2])
+end
+redis.call('hset', KEYS[3], 'i', ARGV[1], 'e', ARGV[2])
+redis.call('pexpire', KEYS[3], ARGV[3])
+if tonumber(ARGV[5]) > 0 then
+redis.call('set', KEYS[1], 'e' .. ARGV[2], 'px', ARGV[5], 'nx')
+end
+notify(ARGV[4], 'a')
+return 1
+`,
     publishes: true,
   },
   "cache/fill": {
     name: "cache/fill",
     numKeys: 2,
     sha: "1cc4f5946b8c0a094fb2563a5e66662a7ce841da",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nredis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])\nlocal ours = 0\nif redis.call('hget', KEYS[2], 'o') == ARGV[1] then\nredis.call('del', KEYS[2])\nours = 1\nend\nnotify(ARGV[4], 'a')\nreturn ours\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+redis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])
+local ours = 0
+if redis.call('hget', KEYS[2], 'o') == ARGV[1] then
+redis.call('del', KEYS[2])
+ours = 1
+end
+notify(ARGV[4], 'a')
+return ours
+`,
     publishes: true,
+  },
+  "election/campaign": {
+    name: "election/campaign",
+    numKeys: 3,
+    sha: "22385f793df406af73d8dae5cb0dc006838e08cc",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local owner = ARGV[1]
+local member = owner .. '|' .. ARGV[3]
+local current = redis.call('hmget', KEYS[1], 'o', 't', 's')
+if current[1] then
+if current[1] == owner then
+return {1, tonumber(current[2]), tonumber(current[3])}
+end
+if ARGV[4] == '1' then
+local lease = tonumber(ARGV[2])
+redis.call('zadd', KEYS[3], redis_now() + math.max(10000, 3 * lease), member)
+redis.call('pexpire', KEYS[3], math.max(10000, 3 * lease))
+end
+return {0, redis.call('pttl', KEYS[1])}
+end
+local term = redis.call('incr', KEYS[2])
+local now = redis_now()
+redis.call('hset', KEYS[1], 't', term, 'o', owner, 'l', ARGV[3], 's', now)
+redis.call('pexpire', KEYS[1], ARGV[2])
+redis.call('zrem', KEYS[3], member)
+notify(ARGV[5], '=elected:' .. term)
+return {1, term, now}
+`,
+    publishes: true,
+  },
+  "election/force-resign": {
+    name: "election/force-resign",
+    numKeys: 2,
+    sha: "ed72a76781cfb3c26d61db7008540de7504bd597",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+redis.call('zremrangebyscore', KEYS[2], '-inf', redis_now())
+if redis.call('del', KEYS[1]) == 1 then
+notify(ARGV[1], 'a')
+return 1
+end
+return 0
+`,
+    publishes: true,
+  },
+  "election/inspect": {
+    name: "election/inspect",
+    numKeys: 3,
+    sha: "0a37ca26d819fd5b857b38aa6d42aea27ce791c1",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local v = redis.call('hmget', KEYS[1], 't', 'o', 'l', 's')
+local leader = false
+if v[1] then
+leader = {tonumber(v[1]), v[2], v[3], tonumber(v[4]), redis.call('pttl', KEYS[1])}
+end
+local candidates = redis.call('zrangebyscore', KEYS[2], redis_now(), '+inf')
+return {leader, candidates, tonumber(redis.call('get', KEYS[3]) or '0')}
+`,
+  },
+  "election/leader": {
+    name: "election/leader",
+    numKeys: 1,
+    sha: "bb1ffbf0aed323b879fde51278a9afe699c74e94",
+    source: `local v = redis.call('hmget', KEYS[1], 't', 'o', 'l', 's')
+if not v[1] then
+return false
+end
+return {tonumber(v[1]), v[2], v[3], tonumber(v[4]), redis.call('pttl', KEYS[1])}
+`,
+  },
+  "election/renew": {
+    name: "election/renew",
+    numKeys: 1,
+    sha: "e10763ec74fd8e76300f169299a7be214a84b618",
+    source: `if redis.call('hget', KEYS[1], 'o') == ARGV[1] then
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 1
+end
+return 0
+`,
+  },
+  "election/resign": {
+    name: "election/resign",
+    numKeys: 1,
+    sha: "73d8506c1704f2309ae9cd6a1b7004aea6be113c",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then
+return -1
+end
+redis.call('del', KEYS[1])
+notify(ARGV[2], '1')
+return 0
+`,
+    publishes: true,
+  },
+  "election/withdraw": {
+    name: "election/withdraw",
+    numKeys: 1,
+    sha: "00c1413f4cc21c3860eb19ad8e1ecff9715c075d",
+    source: `return redis.call('zrem', KEYS[1], ARGV[1])
+`,
   },
   "fair-lock/acquire": {
     name: "fair-lock/acquire",
     numKeys: 5,
     sha: "a283fcfe6b37e97ece5e18c328c0cad5dd2f74bf",
-    source: "if ARGV[4] ~= '2' and redis.call('exists', KEYS[1], KEYS[3]) == 0 then\nlocal token = redis.call('incr', KEYS[2])\nredis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn {1, token, 1}\nend\nlocal function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nlocal owner = ARGV[1]\nlocal lease = tonumber(ARGV[2])\nlocal ch = KEYS[1] .. ':ch:' .. ARGV[3]\nlocal alive, grant_floor, state_ttl = string.match(ARGV[5], '^(%d+):(%d+):(%d+)$')\nlocal v = redis.call('hmget', KEYS[1], 'o', 'c', 't')\nlocal current = v[1]\nif ARGV[4] == '2' then\nif current ~= owner then\nreturn {0, -1, 0}\nend\nlocal count = tonumber(v[2])\nif count == 0 then\ncount = 1\nredis.call('hset', KEYS[1], 'c', 1)\nredis.call('pexpire', KEYS[1], lease)\nend\nreturn {1, tonumber(v[3]), count}\nend\nif not current then\ncurrent = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(grant_floor))\nif not current then\nlocal token = redis.call('incr', KEYS[2])\nredis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)\nredis.call('pexpire', KEYS[1], lease)\nreturn {1, token, 1}\nend\nend\nif current == owner then\nlocal count = redis.call('hincrby', KEYS[1], 'c', 1)\nif count == 1 then\nredis.call('pexpire', KEYS[1], lease)\nelseif redis.call('pttl', KEYS[1]) < lease then\nredis.call('pexpire', KEYS[1], lease)\nend\nif not v[3] then\nv[3] = redis.call('hget', KEYS[1], 't')\nend\nreturn {1, tonumber(v[3]), count}\nend\nlocal queued = 0\nif ARGV[4] == '1' then\nqueued = 1\nif redis.call('hsetnx', KEYS[4], owner, ch) == 1 then\nredis.call('rpush', KEYS[3], owner)\nend\nredis.call('hset', KEYS[5], ch, redis_now() + tonumber(alive))\nlocal ttl = tonumber(state_ttl)\nredis.call('pexpire', KEYS[3], ttl)\nredis.call('pexpire', KEYS[4], ttl)\nredis.call('pexpire', KEYS[5], ttl)\nend\nlocal pttl = redis.call('pttl', KEYS[1])\nif redis.call('hget', KEYS[1], 'c') == '0' then\npttl = math.min(pttl, 50)\nend\nreturn {0, pttl, queued, tonumber(redis.call('get', KEYS[2]) or '0')}\n",
+    source: `if ARGV[4] ~= '2' and redis.call('exists', KEYS[1], KEYS[3]) == 0 then
+local token = redis.call('incr', KEYS[2])
+redis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)
+redis.call('pexpire', KEYS[1], ARGV[2])
+return {1, token, 1}
+end
+local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+local owner = ARGV[1]
+local lease = tonumber(ARGV[2])
+local ch = KEYS[1] .. ':ch:' .. ARGV[3]
+local alive, grant_floor, state_ttl = string.match(ARGV[5], '^(%d+):(%d+):(%d+)$')
+local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
+local current = v[1]
+if ARGV[4] == '2' then
+if current ~= owner then
+return {0, -1, 0}
+end
+local count = tonumber(v[2])
+if count == 0 then
+count = 1
+redis.call('hset', KEYS[1], 'c', 1)
+redis.call('pexpire', KEYS[1], lease)
+end
+return {1, tonumber(v[3]), count}
+end
+if not current then
+current = advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(grant_floor))
+if not current then
+local token = redis.call('incr', KEYS[2])
+redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
+redis.call('pexpire', KEYS[1], lease)
+return {1, token, 1}
+end
+end
+if current == owner then
+local count = redis.call('hincrby', KEYS[1], 'c', 1)
+if count == 1 then
+redis.call('pexpire', KEYS[1], lease)
+elseif redis.call('pttl', KEYS[1]) < lease then
+redis.call('pexpire', KEYS[1], lease)
+end
+if not v[3] then
+v[3] = redis.call('hget', KEYS[1], 't')
+end
+return {1, tonumber(v[3]), count}
+end
+local queued = 0
+if ARGV[4] == '1' then
+queued = 1
+if redis.call('hsetnx', KEYS[4], owner, ch) == 1 then
+redis.call('rpush', KEYS[3], owner)
+end
+redis.call('hset', KEYS[5], ch, redis_now() + tonumber(alive))
+local ttl = tonumber(state_ttl)
+redis.call('pexpire', KEYS[3], ttl)
+redis.call('pexpire', KEYS[4], ttl)
+redis.call('pexpire', KEYS[5], ttl)
+end
+local pttl = redis.call('pttl', KEYS[1])
+if redis.call('hget', KEYS[1], 'c') == '0' then
+pttl = math.min(pttl, 50)
+end
+return {0, pttl, queued, tonumber(redis.call('get', KEYS[2]) or '0')}
+`,
     publishes: true,
   } as ScriptDef<[owner: string, leaseMs: number, clientId: string, mode: '0' | '1' | '2', timing: string], [1, token: number, holdCount: number] | [0, pttl: number, queued: 0 | 1, lastToken: number]>,
   "fair-lock/force-unlock": {
     name: "fair-lock/force-unlock",
     numKeys: 6,
     sha: "903c0a8fd3adbbda0edc5b51a471f5c827f1a1cb",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nlocal deleted = redis.call('del', KEYS[1])\nadvance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[1]))\nif deleted == 1 and redis.call('exists', KEYS[6]) == 1 then\nnotify(ARGV[2], 'a')\nend\nreturn deleted\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+local deleted = redis.call('del', KEYS[1])
+advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[1]))
+if deleted == 1 and redis.call('exists', KEYS[6]) == 1 then
+notify(ARGV[2], 'a')
+end
+return deleted
+`,
     publishes: true,
   } as ScriptDef<[grantFloorMs: number, eventsChannel: string], 0 | 1>,
   "fair-lock/heartbeat": {
     name: "fair-lock/heartbeat",
     numKeys: 5,
     sha: "012bd42291345aeea2d5fd4f0a29c602dfe74603",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nlocal ch = ARGV[1]\nlocal now = redis_now()\nlocal prev = tonumber(redis.call('hget', KEYS[5], ch) or '0')\nredis.call('hset', KEYS[5], ch, now + tonumber(ARGV[2]))\nlocal ttl = tonumber(ARGV[4])\nredis.call('pexpire', KEYS[3], ttl)\nredis.call('pexpire', KEYS[4], ttl)\nredis.call('pexpire', KEYS[5], ttl)\nlocal stale = 0\nif prev <= now then\nstale = 1\nend\nif redis.call('exists', KEYS[1]) == 0 then\nadvance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, tonumber(ARGV[3]))\nend\nlocal v = redis.call('hmget', KEYS[1], 'o', 'c', 'ch')\nif v[1] and v[2] == '0' and v[3] == ch then\nreturn {stale, v[1]}\nend\nreturn {stale, false}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+local ch = ARGV[1]
+local now = redis_now()
+local prev = tonumber(redis.call('hget', KEYS[5], ch) or '0')
+redis.call('hset', KEYS[5], ch, now + tonumber(ARGV[2]))
+local ttl = tonumber(ARGV[4])
+redis.call('pexpire', KEYS[3], ttl)
+redis.call('pexpire', KEYS[4], ttl)
+redis.call('pexpire', KEYS[5], ttl)
+local stale = 0
+if prev <= now then
+stale = 1
+end
+if redis.call('exists', KEYS[1]) == 0 then
+advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, tonumber(ARGV[3]))
+end
+local v = redis.call('hmget', KEYS[1], 'o', 'c', 'ch')
+if v[1] and v[2] == '0' and v[3] == ch then
+return {stale, v[1]}
+end
+return {stale, false}
+`,
     publishes: true,
   } as ScriptDef<[channel: string, aliveMs: number, grantFloorMs: number, stateTtlMs: number], [stale: 0 | 1, grantee: string | null]>,
   "fair-lock/inspect": {
     name: "fair-lock/inspect",
     numKeys: 5,
     sha: "36e6363a212b213f3821a031f9b903f93feb2827",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nlocal now = redis_now()\nlocal v = redis.call('hmget', KEYS[1], 'o', 'c', 't')\nlocal last = tonumber(redis.call('get', KEYS[2]) or '0')\nlocal owners = redis.call('lrange', KEYS[3], 0, tonumber(ARGV[1]) - 1)\nlocal live = {}\nfor _, owner in ipairs(owners) do\nlocal ch = redis.call('hget', KEYS[4], owner)\nif ch and tonumber(redis.call('hget', KEYS[5], ch) or '0') > now then\nlive[#live + 1] = owner\nend\nend\nlocal qlen = redis.call('llen', KEYS[3])\nif not v[1] then\nreturn {false, 0, 0, -2, last, qlen, live}\nend\nreturn {v[1], tonumber(v[2]), tonumber(v[3]), redis.call('pttl', KEYS[1]), last, qlen, live}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+local now = redis_now()
+local v = redis.call('hmget', KEYS[1], 'o', 'c', 't')
+local last = tonumber(redis.call('get', KEYS[2]) or '0')
+local owners = redis.call('lrange', KEYS[3], 0, tonumber(ARGV[1]) - 1)
+local live = {}
+for _, owner in ipairs(owners) do
+local ch = redis.call('hget', KEYS[4], owner)
+if ch and tonumber(redis.call('hget', KEYS[5], ch) or '0') > now then
+live[#live + 1] = owner
+end
+end
+local qlen = redis.call('llen', KEYS[3])
+if not v[1] then
+return {false, 0, 0, -2, last, qlen, live}
+end
+return {v[1], tonumber(v[2]), tonumber(v[3]), redis.call('pttl', KEYS[1]), last, qlen, live}
+`,
     publishes: true,
   } as ScriptDef<[maxWaiters: number], [owner: string | null, holdCount: number, token: number, pttl: number, lastToken: number, queueLength: number, waiters: Array<string>]>,
   "fair-lock/leave": {
     name: "fair-lock/leave",
     numKeys: 5,
     sha: "adc6961bfed644dbe470ec010b5f9a1e9b096809",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nlocal owner = ARGV[1]\nredis.call('lrem', KEYS[3], 0, owner)\nredis.call('hdel', KEYS[4], owner)\nlocal v = redis.call('hmget', KEYS[1], 'o', 'c')\nif v[1] == owner and v[2] == '0' then\nredis.call('del', KEYS[1])\nadvance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[2]))\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+local owner = ARGV[1]
+redis.call('lrem', KEYS[3], 0, owner)
+redis.call('hdel', KEYS[4], owner)
+local v = redis.call('hmget', KEYS[1], 'o', 'c')
+if v[1] == owner and v[2] == '0' then
+redis.call('del', KEYS[1])
+advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[2]))
+return 1
+end
+return 0
+`,
     publishes: true,
   } as ScriptDef<[owner: string, grantFloorMs: number], 0 | 1>,
   "fair-lock/release": {
     name: "fair-lock/release",
     numKeys: -1,
     sha: "d03980e5e5714a2c4ab9a82cf4071a44f0f5a3f3",
-    source: "local function release_retried(marker)\nif not marker then\nreturn nil\nend\nlocal done = redis.call('get', marker)\nif done then\nreturn tonumber(done)\nend\nreturn nil\nend\nlocal function release_kept(marker, left, ttl)\nredis.call('set', marker, left, 'px', ttl)\nreturn left\nend\nlocal marker = KEYS[7]\nlocal done = release_retried(marker)\nif done then\nreturn done\nend\nlocal v = redis.call('hmget', KEYS[1], 'o', 'c')\nif v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then\nreturn -1\nend\nlocal left = 0\nif tonumber(ARGV[2]) % 2 == 0 then\nleft = tonumber(v[2]) - 1\nend\nif left <= 0 and redis.call('exists', KEYS[3], KEYS[6]) == 0 then\nredis.call('del', KEYS[1])\nreturn 0\nend\nlocal function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)\nwhile true do\nlocal owner = redis.call('lpop', queueKey)\nif not owner then\nreturn false\nend\nlocal ch = redis.call('hget', waitersKey, owner)\nredis.call('hdel', waitersKey, owner)\nif ch then\nlocal aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')\nif aliveUntil > now then\nlocal token = redis.call('incr', fenceKey)\nredis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)\nredis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))\nnotify(ch, '+' .. token .. ':' .. owner)\nreturn owner\nend\nredis.call('hdel', clientsKey, ch)\nend\nend\nend\nif left <= 0 then\nredis.call('del', KEYS[1])\nadvance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[3]))\nif redis.call('exists', KEYS[6]) == 1 then\nnotify(KEYS[1] .. ':ev', '1')\nend\nreturn 0\nend\nif not marker then\nreturn -2\nend\nredis.call('hset', KEYS[1], 'c', left)\nreturn release_kept(marker, left, ARGV[4])\n",
+    source: `local function release_retried(marker)
+if not marker then
+return nil
+end
+local done = redis.call('get', marker)
+if done then
+return tonumber(done)
+end
+return nil
+end
+local function release_kept(marker, left, ttl)
+redis.call('set', marker, left, 'px', ttl)
+return left
+end
+local marker = KEYS[7]
+local done = release_retried(marker)
+if done then
+return done
+end
+local v = redis.call('hmget', KEYS[1], 'o', 'c')
+if v[1] ~= ARGV[1] or tonumber(v[2]) < 1 then
+return -1
+end
+local left = 0
+if tonumber(ARGV[2]) % 2 == 0 then
+left = tonumber(v[2]) - 1
+end
+if left <= 0 and redis.call('exists', KEYS[3], KEYS[6]) == 0 then
+redis.call('del', KEYS[1])
+return 0
+end
+local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function advance(lockKey, fenceKey, queueKey, waitersKey, clientsKey, now, floorMs)
+while true do
+local owner = redis.call('lpop', queueKey)
+if not owner then
+return false
+end
+local ch = redis.call('hget', waitersKey, owner)
+redis.call('hdel', waitersKey, owner)
+if ch then
+local aliveUntil = tonumber(redis.call('hget', clientsKey, ch) or '0')
+if aliveUntil > now then
+local token = redis.call('incr', fenceKey)
+redis.call('hset', lockKey, 'o', owner, 'c', 0, 't', token, 'ch', ch)
+redis.call('pexpire', lockKey, math.max(aliveUntil - now, floorMs))
+notify(ch, '+' .. token .. ':' .. owner)
+return owner
+end
+redis.call('hdel', clientsKey, ch)
+end
+end
+end
+if left <= 0 then
+redis.call('del', KEYS[1])
+advance(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], redis_now(), tonumber(ARGV[3]))
+if redis.call('exists', KEYS[6]) == 1 then
+notify(KEYS[1] .. ':ev', '1')
+end
+return 0
+end
+if not marker then
+return -2
+end
+redis.call('hset', KEYS[1], 'c', left)
+return release_kept(marker, left, ARGV[4])
+`,
     publishes: true,
   } as ScriptDef<[owner: string, mode: ReleaseMode, grantFloorMs: number] | [owner: string, mode: ReleaseMode, grantFloorMs: number, markerTtlMs: number], number>,
   "fence/migrate": {
     name: "fence/migrate",
     numKeys: 2,
     sha: "80a795aa8f6e4452caa30aaf90b6b4b062459e9f",
-    source: "local old = tonumber(redis.call('get', KEYS[1]) or '0')\nif old > tonumber(redis.call('get', KEYS[2]) or '0') then\nredis.call('set', KEYS[2], old)\nend\nredis.call('del', KEYS[1])\nreturn old\n",
+    source: `local old = tonumber(redis.call('get', KEYS[1]) or '0')
+if old > tonumber(redis.call('get', KEYS[2]) or '0') then
+redis.call('set', KEYS[2], old)
+end
+redis.call('del', KEYS[1])
+return old
+`,
   },
   "fenced/write": {
     name: "fenced/write",
     numKeys: 1,
     sha: "4f0e06d719790629a1a5fca9b97fff4e41cf543b",
-    source: "local token = tonumber(ARGV[1])\nlocal last = tonumber(redis.call('hget', KEYS[1], 't') or '0')\nif token < last then\nreturn {0, last}\nend\nif ARGV[2] == 'set' then\nredis.call('hset', KEYS[1], 'v', ARGV[3], 't', token)\nelse\nredis.call('hdel', KEYS[1], 'v')\nredis.call('hset', KEYS[1], 't', token)\nend\nif ARGV[4] ~= '0' then\nredis.call('pexpire', KEYS[1], ARGV[4])\nelse\nredis.call('persist', KEYS[1])\nend\nreturn {1, token}\n",
+    source: `local token = tonumber(ARGV[1])
+local last = tonumber(redis.call('hget', KEYS[1], 't') or '0')
+if token < last then
+return {0, last}
+end
+if ARGV[2] == 'set' then
+redis.call('hset', KEYS[1], 'v', ARGV[3], 't', token)
+else
+redis.call('hdel', KEYS[1], 'v')
+redis.call('hset', KEYS[1], 't', token)
+end
+if ARGV[4] ~= '0' then
+redis.call('pexpire', KEYS[1], ARGV[4])
+else
+redis.call('persist', KEYS[1])
+end
+return {1, token}
+`,
   },
   "latch/count-down": {
     name: "latch/count-down",
     numKeys: 1,
     sha: "3351bd0ffc6c6d40951d1b4d36ce32bed6855ac2",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('exists', KEYS[1]) == 0 then\nreturn 0\nend\nlocal left = redis.call('decr', KEYS[1])\nif left <= 0 then\nredis.call('del', KEYS[1])\nnotify(ARGV[1], 'a')\nreturn 0\nend\nreturn left\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('exists', KEYS[1]) == 0 then
+return 0
+end
+local left = redis.call('decr', KEYS[1])
+if left <= 0 then
+redis.call('del', KEYS[1])
+notify(ARGV[1], 'a')
+return 0
+end
+return left
+`,
     publishes: true,
   },
   "latch/delete": {
     name: "latch/delete",
     numKeys: 1,
     sha: "54f715dd45f6d4bf5e553bf8946a7a8d46aea5e6",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('del', KEYS[1]) == 1 then\nnotify(ARGV[1], 'a')\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('del', KEYS[1]) == 1 then
+notify(ARGV[1], 'a')
+return 1
+end
+return 0
+`,
     publishes: true,
   },
   "latch/state": {
     name: "latch/state",
     numKeys: 1,
     sha: "8fd51936407025c9d7fbfd6dac195f83bdc06546",
-    source: "local count = tonumber(redis.call('get', KEYS[1]) or '0')\nreturn {count, redis.call('pttl', KEYS[1])}\n",
+    source: `local count = tonumber(redis.call('get', KEYS[1]) or '0')
+return {count, redis.call('pttl', KEYS[1])}
+`,
   },
   "latch/try-set": {
     name: "latch/try-set",
     numKeys: 1,
     sha: "9b65ab087e3a3d0a35d24ded95aed7d9b64e3b9b",
-    source: "local ok\nif ARGV[2] ~= '0' then\nok = redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2])\nelse\nok = redis.call('set', KEYS[1], ARGV[1], 'nx')\nend\nif ok then\nreturn 1\nend\nreturn 0\n",
+    source: `local ok
+if ARGV[2] ~= '0' then
+ok = redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2])
+else
+ok = redis.call('set', KEYS[1], ARGV[1], 'nx')
+end
+if ok then
+return 1
+end
+return 0
+`,
   },
   "lock/acquire": {
     name: "lock/acquire",
     numKeys: 3,
     sha: "85b1fa836cdc25864ab862d98eb4474d4061cca7",
-    source: "local owner = ARGV[1]\nlocal lease = ARGV[2]\nlocal mode = tonumber(ARGV[3])\nlocal token\nif mode < 3 then\ntoken = redis.call('incr', KEYS[2])\nif redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then\nif mode == 2 then\nredis.call('zrem', KEYS[3], owner)\nend\nreturn token\nend\nend\nlocal function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal wait = mode % 3\nlocal function busy()\nif wait ~= 0 then\nredis.call('zadd', KEYS[3], 'nx', ARGV[4] or redis_now(), owner)\nredis.call('pexpire', KEYS[3], math.max(10000, 2 * tonumber(lease)))\nreturn {0, redis.call('pttl', KEYS[1]), redis.call('zscore', KEYS[3], owner)}\nend\nreturn {0, redis.call('pttl', KEYS[1])}\nend\nlocal function take(t)\nredis.call('set', KEYS[1], lock_value(1, t, owner), 'px', lease)\nif wait == 2 then\nredis.call('zrem', KEYS[3], owner)\nend\nreturn t\nend\nif mode < 3 then\nlocal count, held, current = lock_parse(redis.call('get', KEYS[1]))\nif current == owner then\nif count == 0 then\nreturn take(token)\nend\nreturn {1, held, count}\nend\nreturn busy()\nend\nlocal count, held, current = lock_parse(redis.call('get', KEYS[1]))\nif not count then\nreturn take(redis.call('incr', KEYS[2]))\nend\nif current == owner then\nif count == 0 then\nreturn take(redis.call('incr', KEYS[2]))\nend\ncount = count + 1\nlocal value = lock_value(count, held, owner)\nif redis.call('pttl', KEYS[1]) < tonumber(lease) then\nredis.call('set', KEYS[1], value, 'px', lease)\nelse\nredis.call('set', KEYS[1], value, 'keepttl')\nend\nreturn {1, held, count}\nend\nreturn busy()\n",
+    source: `local owner = ARGV[1]
+local lease = ARGV[2]
+local mode = tonumber(ARGV[3])
+local token
+if mode < 3 then
+token = redis.call('incr', KEYS[2])
+if redis.call('set', KEYS[1], '1:' .. token .. ':' .. owner, 'nx', 'px', lease) then
+if mode == 2 then
+redis.call('zrem', KEYS[3], owner)
+end
+return token
+end
+end
+local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local wait = mode % 3
+local function busy()
+if wait ~= 0 then
+redis.call('zadd', KEYS[3], 'nx', ARGV[4] or redis_now(), owner)
+redis.call('pexpire', KEYS[3], math.max(10000, 2 * tonumber(lease)))
+return {0, redis.call('pttl', KEYS[1]), redis.call('zscore', KEYS[3], owner)}
+end
+return {0, redis.call('pttl', KEYS[1])}
+end
+local function take(t)
+redis.call('set', KEYS[1], lock_value(1, t, owner), 'px', lease)
+if wait == 2 then
+redis.call('zrem', KEYS[3], owner)
+end
+return t
+end
+if mode < 3 then
+local count, held, current = lock_parse(redis.call('get', KEYS[1]))
+if current == owner then
+if count == 0 then
+return take(token)
+end
+return {1, held, count}
+end
+return busy()
+end
+local count, held, current = lock_parse(redis.call('get', KEYS[1]))
+if not count then
+return take(redis.call('incr', KEYS[2]))
+end
+if current == owner then
+if count == 0 then
+return take(redis.call('incr', KEYS[2]))
+end
+count = count + 1
+local value = lock_value(count, held, owner)
+if redis.call('pttl', KEYS[1]) < tonumber(lease) then
+redis.call('set', KEYS[1], value, 'px', lease)
+else
+redis.call('set', KEYS[1], value, 'keepttl')
+end
+return {1, held, count}
+end
+return busy()
+`,
   } as ScriptDef<[owner: string, leaseMs: number, mode: AcquireMode] | [owner: string, leaseMs: number, mode: AcquireMode, since: string], number | [1, number, number] | [0, number, string | null]>,
   "lock/force-unlock": {
     name: "lock/force-unlock",
     numKeys: 1,
     sha: "54f715dd45f6d4bf5e553bf8946a7a8d46aea5e6",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('del', KEYS[1]) == 1 then\nnotify(ARGV[1], 'a')\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('del', KEYS[1]) == 1 then
+notify(ARGV[1], 'a')
+return 1
+end
+return 0
+`,
     publishes: true,
   } as ScriptDef<[channel: string], 0 | 1>,
   "lock/inspect": {
     name: "lock/inspect",
     numKeys: 2,
     sha: "3199636f8d65ba6f61c4954bc5e3eed633f6b91a",
-    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal count, token, owner = lock_parse(redis.call('get', KEYS[1]))\nlocal last = tonumber(redis.call('get', KEYS[2]) or '0')\nif not count then\nreturn {false, 0, 0, -2, last}\nend\nreturn {owner, count, token, redis.call('pttl', KEYS[1]), last}\n",
+    source: `local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
+local last = tonumber(redis.call('get', KEYS[2]) or '0')
+if not count then
+return {false, 0, 0, -2, last}
+end
+return {owner, count, token, redis.call('pttl', KEYS[1]), last}
+`,
   } as ScriptDef<[], [owner: string | null, holdCount: number, token: number, pttl: number, lastToken: number]>,
   "lock/release": {
     name: "lock/release",
     numKeys: -1,
     sha: "1945100c950aa1e52ae5ff79aa260aad01b2f246",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal function release_retried(marker)\nif not marker then\nreturn nil\nend\nlocal done = redis.call('get', marker)\nif done then\nreturn tonumber(done)\nend\nreturn nil\nend\nlocal function release_kept(marker, left, ttl)\nredis.call('set', marker, left, 'px', ttl)\nreturn left\nend\nlocal function channel_of(key)\nreturn string.sub(key, 1, -5) .. 'ch'\nend\nlocal mode = tonumber(ARGV[2])\nlocal marker = KEYS[3]\nlocal done = release_retried(marker)\nif done then\nreturn done\nend\nlocal count, token, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner ~= ARGV[1] or count == 0 then\nreturn -1\nend\nlocal left = 0\nif mode % 2 == 0 then\nleft = count - 1\nend\nif left <= 0 then\nlocal next = redis.call('exists', KEYS[2]) == 1 and redis.call('zrange', KEYS[2], 0, 0)[1]\nif next then\nredis.call('zrem', KEYS[2], next)\nredis.call('set', KEYS[1], lock_value(0, 0, next), 'px', 50)\nnotify(channel_of(KEYS[1]), '1:' .. next)\nelse\nredis.call('del', KEYS[1])\nnotify(channel_of(KEYS[1]), '1')\nend\nreturn 0\nend\nif not marker then\nreturn -2\nend\nredis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')\nreturn release_kept(marker, left, ARGV[3])\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local function release_retried(marker)
+if not marker then
+return nil
+end
+local done = redis.call('get', marker)
+if done then
+return tonumber(done)
+end
+return nil
+end
+local function release_kept(marker, left, ttl)
+redis.call('set', marker, left, 'px', ttl)
+return left
+end
+local function channel_of(key)
+return string.sub(key, 1, -5) .. 'ch'
+end
+local mode = tonumber(ARGV[2])
+local marker = KEYS[3]
+local done = release_retried(marker)
+if done then
+return done
+end
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner ~= ARGV[1] or count == 0 then
+return -1
+end
+local left = 0
+if mode % 2 == 0 then
+left = count - 1
+end
+if left <= 0 then
+local next = redis.call('exists', KEYS[2]) == 1 and redis.call('zrange', KEYS[2], 0, 0)[1]
+if next then
+redis.call('zrem', KEYS[2], next)
+redis.call('set', KEYS[1], lock_value(0, 0, next), 'px', 50)
+notify(channel_of(KEYS[1]), '1:' .. next)
+else
+redis.call('del', KEYS[1])
+notify(channel_of(KEYS[1]), '1')
+end
+return 0
+end
+if not marker then
+return -2
+end
+redis.call('set', KEYS[1], lock_value(left, token, owner), 'keepttl')
+return release_kept(marker, left, ARGV[3])
+`,
     publishes: true,
   } as ScriptDef<[owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number], number>,
   "lock/renew": {
     name: "lock/renew",
     numKeys: 1,
     sha: "c4f3bfcf11f8f2da6238a90c9991d35b9423c801",
-    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal _, _, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner == ARGV[1] then\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn 1\nend\nreturn 0\n",
+    source: `local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local _, _, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner == ARGV[1] then
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 1
+end
+return 0
+`,
   } as ScriptDef<[owner: string, leaseMs: number], 0 | 1>,
   "lock/waiters": {
     name: "lock/waiters",
     numKeys: 1,
     sha: "12de515becd1334f8c9e8315b05a3850c0353f45",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal reply = {redis_now(), redis.call('zcard', KEYS[1])}\nlocal waiters = redis.call('zrange', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'withscores')\nfor i = 1, #waiters, 2 do\nreply[#reply + 1] = waiters[i]\nreply[#reply + 1] = tonumber(waiters[i + 1])\nend\nreturn reply\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local reply = {redis_now(), redis.call('zcard', KEYS[1])}
+local waiters = redis.call('zrange', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'withscores')
+for i = 1, #waiters, 2 do
+reply[#reply + 1] = waiters[i]
+reply[#reply + 1] = tonumber(waiters[i + 1])
+end
+return reply
+`,
   },
   "lock/withdraw": {
     name: "lock/withdraw",
     numKeys: 1,
     sha: "00c1413f4cc21c3860eb19ad8e1ecff9715c075d",
-    source: "return redis.call('zrem', KEYS[1], ARGV[1])\n",
+    source: `return redis.call('zrem', KEYS[1], ARGV[1])
+`,
   } as ScriptDef<[owner: string], 0 | 1>,
   "owned/renew": {
     name: "owned/renew",
     numKeys: 1,
     sha: "e10763ec74fd8e76300f169299a7be214a84b618",
-    source: "if redis.call('hget', KEYS[1], 'o') == ARGV[1] then\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn 1\nend\nreturn 0\n",
+    source: `if redis.call('hget', KEYS[1], 'o') == ARGV[1] then
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 1
+end
+return 0
+`,
   } as ScriptDef<[owner: string, leaseMs: number], 0 | 1>,
   "psem/acquire": {
     name: "psem/acquire",
     numKeys: 3,
     sha: "91b5387878d237b2c77fd064a4f5ce39c79ae98a",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal function psem_share_ttl(free, leases, weights)\nlocal pttl = redis.call('pttl', free)\nif pttl > 0 then\nredis.call('pexpire', leases, pttl)\nredis.call('pexpire', weights, pttl)\nend\nend\nlocal function psem_expiry(lease, now)\nif lease == 'inf' then\nreturn '+inf'\nend\nreturn now + tonumber(lease)\nend\nlocal function psem_next_expiry(leases, now)\nlocal first = redis.call('zrange', leases, 0, 0, 'withscores')\nif not first[2] or first[2] == 'inf' or tonumber(first[2]) == math.huge then\nreturn -1\nend\nreturn math.max(1, tonumber(first[2]) - now)\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[4], now)\nlocal want = tonumber(ARGV[2])\nlocal free = tonumber(redis.call('get', KEYS[1]) or '0')\nif free >= want then\nlocal left = redis.call('decrby', KEYS[1], want)\nredis.call('zadd', KEYS[2], psem_expiry(ARGV[3], now), ARGV[1])\nredis.call('hset', KEYS[3], ARGV[1], want)\npsem_share_ttl(KEYS[1], KEYS[2], KEYS[3])\nreturn {1, left}\nend\nreturn {0, psem_next_expiry(KEYS[2], now)}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local function psem_share_ttl(free, leases, weights)
+local pttl = redis.call('pttl', free)
+if pttl > 0 then
+redis.call('pexpire', leases, pttl)
+redis.call('pexpire', weights, pttl)
+end
+end
+local function psem_expiry(lease, now)
+if lease == 'inf' then
+return '+inf'
+end
+return now + tonumber(lease)
+end
+local function psem_next_expiry(leases, now)
+local first = redis.call('zrange', leases, 0, 0, 'withscores')
+if not first[2] or first[2] == 'inf' or tonumber(first[2]) == math.huge then
+return -1
+end
+return math.max(1, tonumber(first[2]) - now)
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[4], now)
+local want = tonumber(ARGV[2])
+local free = tonumber(redis.call('get', KEYS[1]) or '0')
+if free >= want then
+local left = redis.call('decrby', KEYS[1], want)
+redis.call('zadd', KEYS[2], psem_expiry(ARGV[3], now), ARGV[1])
+redis.call('hset', KEYS[3], ARGV[1], want)
+psem_share_ttl(KEYS[1], KEYS[2], KEYS[3])
+return {1, left}
+end
+return {0, psem_next_expiry(KEYS[2], now)}
+`,
     publishes: true,
   } as ScriptDef<[id: string, permits: number, leaseMs: number | 'inf', channel: string], [1, free: number] | [0, retryInMs: number]>,
   "psem/acquire-each": {
     name: "psem/acquire-each",
     numKeys: 3,
     sha: "5cce9544c70211621bec5ed07a0b74014bd1192b",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal function psem_share_ttl(free, leases, weights)\nlocal pttl = redis.call('pttl', free)\nif pttl > 0 then\nredis.call('pexpire', leases, pttl)\nredis.call('pexpire', weights, pttl)\nend\nend\nlocal function psem_expiry(lease, now)\nif lease == 'inf' then\nreturn '+inf'\nend\nreturn now + tonumber(lease)\nend\nlocal function psem_next_expiry(leases, now)\nlocal first = redis.call('zrange', leases, 0, 0, 'withscores')\nif not first[2] or first[2] == 'inf' or tonumber(first[2]) == math.huge then\nreturn -1\nend\nreturn math.max(1, tonumber(first[2]) - now)\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)\nlocal want = #ARGV - 3\nlocal free = tonumber(redis.call('get', KEYS[1]) or '0')\nif free >= want then\nlocal left = redis.call('decrby', KEYS[1], want)\nlocal expiry = psem_expiry(ARGV[1], now)\nfor i = 3, #ARGV - 1 do\nredis.call('zadd', KEYS[2], expiry, ARGV[i])\nredis.call('hset', KEYS[3], ARGV[i], 1)\nend\npsem_share_ttl(KEYS[1], KEYS[2], KEYS[3])\nreturn {1, left}\nend\nreturn {0, psem_next_expiry(KEYS[2], now)}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local function psem_share_ttl(free, leases, weights)
+local pttl = redis.call('pttl', free)
+if pttl > 0 then
+redis.call('pexpire', leases, pttl)
+redis.call('pexpire', weights, pttl)
+end
+end
+local function psem_expiry(lease, now)
+if lease == 'inf' then
+return '+inf'
+end
+return now + tonumber(lease)
+end
+local function psem_next_expiry(leases, now)
+local first = redis.call('zrange', leases, 0, 0, 'withscores')
+if not first[2] or first[2] == 'inf' or tonumber(first[2]) == math.huge then
+return -1
+end
+return math.max(1, tonumber(first[2]) - now)
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
+local want = #ARGV - 3
+local free = tonumber(redis.call('get', KEYS[1]) or '0')
+if free >= want then
+local left = redis.call('decrby', KEYS[1], want)
+local expiry = psem_expiry(ARGV[1], now)
+for i = 3, #ARGV - 1 do
+redis.call('zadd', KEYS[2], expiry, ARGV[i])
+redis.call('hset', KEYS[3], ARGV[i], 1)
+end
+psem_share_ttl(KEYS[1], KEYS[2], KEYS[3])
+return {1, left}
+end
+return {0, psem_next_expiry(KEYS[2], now)}
+`,
     publishes: true,
   } as ScriptDef<[leaseMs: number | 'inf', channel: string, ...ids: Array<string>], [1, free: number] | [0, retryInMs: number]>,
   "psem/add": {
     name: "psem/add",
     numKeys: 3,
     sha: "bb736b9719f46532d9628cac6dc5fe068c44636b",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)\nlocal n = tonumber(ARGV[1])\nif ARGV[3] == 'nx' then\nif redis.call('exists', KEYS[1]) == 1 or redis.call('exists', KEYS[2]) == 1 then\nreturn {0, tonumber(redis.call('get', KEYS[1]) or '0')}\nend\nif ARGV[4] ~= '0' then\nredis.call('set', KEYS[1], n, 'px', ARGV[4])\nelse\nredis.call('set', KEYS[1], n)\nend\nnotify(ARGV[2], 'a')\nreturn {1, n}\nend\nlocal free = redis.call('incrby', KEYS[1], n)\nif n > 0 then\nnotify(ARGV[2], 'a')\nend\nreturn {1, free}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
+local n = tonumber(ARGV[1])
+if ARGV[3] == 'nx' then
+if redis.call('exists', KEYS[1]) == 1 or redis.call('exists', KEYS[2]) == 1 then
+return {0, tonumber(redis.call('get', KEYS[1]) or '0')}
+end
+if ARGV[4] ~= '0' then
+redis.call('set', KEYS[1], n, 'px', ARGV[4])
+else
+redis.call('set', KEYS[1], n)
+end
+notify(ARGV[2], 'a')
+return {1, n}
+end
+local free = redis.call('incrby', KEYS[1], n)
+if n > 0 then
+notify(ARGV[2], 'a')
+end
+return {1, free}
+`,
     publishes: true,
   } as ScriptDef<[permits: number, channel: string, mode: 'add' | 'nx', ttlMs: number | '0'], [changed: 0 | 1, free: number]>,
   "psem/expire": {
     name: "psem/expire",
     numKeys: 3,
     sha: "dace4c917afa691bcb77f07a9ada74f6d2a78e78",
-    source: "if redis.call('exists', KEYS[1]) == 0 then\nreturn 0\nend\nfor i = 1, 3 do\nif ARGV[1] == '0' then\nredis.call('persist', KEYS[i])\nelse\nredis.call('pexpire', KEYS[i], ARGV[1])\nend\nend\nreturn 1\n",
+    source: `if redis.call('exists', KEYS[1]) == 0 then
+return 0
+end
+for i = 1, 3 do
+if ARGV[1] == '0' then
+redis.call('persist', KEYS[i])
+else
+redis.call('pexpire', KEYS[i], ARGV[1])
+end
+end
+return 1
+`,
   } as ScriptDef<[ttlMs: number | '0'], 0 | 1>,
   "psem/force-release": {
     name: "psem/force-release",
     numKeys: 3,
     sha: "955a9d349830f97f3e18acc51b6b1db423aace98",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], now)\nlocal back = 0\nfor _, n in ipairs(redis.call('hvals', KEYS[3])) do\nback = back + tonumber(n)\nend\nif redis.call('zcard', KEYS[2]) == 0 then\nreturn 0\nend\nredis.call('del', KEYS[2], KEYS[3])\nredis.call('incrby', KEYS[1], back)\nnotify(ARGV[1], 'a')\nreturn back\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], now)
+local back = 0
+for _, n in ipairs(redis.call('hvals', KEYS[3])) do
+back = back + tonumber(n)
+end
+if redis.call('zcard', KEYS[2]) == 0 then
+return 0
+end
+redis.call('del', KEYS[2], KEYS[3])
+redis.call('incrby', KEYS[1], back)
+notify(ARGV[1], 'a')
+return back
+`,
     publishes: true,
   },
   "psem/leases": {
     name: "psem/leases",
     numKeys: 3,
     sha: "e7ff18d7963d76b47ef2ba3df64097cb8d3401f0",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal free = tonumber(redis.call('get', KEYS[1]) or '0')\nlocal held, count = 0, 0\nlocal list = {}\nlocal leases = redis.call('zrange', KEYS[2], 0, -1, 'withscores')\nfor i = 1, #leases, 2 do\nlocal id, score = leases[i], leases[i + 1]\nlocal permits = tonumber(redis.call('hget', KEYS[3], id) or '0')\nlocal left = -1\nif score ~= 'inf' and tonumber(score) ~= math.huge then\nleft = tonumber(score) - now\nend\nif left == -1 or left > 0 then\nheld = held + permits\ncount = count + 1\nif count <= tonumber(ARGV[1]) then\nlist[#list + 1] = id\nlist[#list + 1] = permits\nlist[#list + 1] = left\nend\nelse\nfree = free + permits\nend\nend\nlocal reply = {free, held, count}\nfor _, v in ipairs(list) do\nreply[#reply + 1] = v\nend\nreturn reply\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local free = tonumber(redis.call('get', KEYS[1]) or '0')
+local held, count = 0, 0
+local list = {}
+local leases = redis.call('zrange', KEYS[2], 0, -1, 'withscores')
+for i = 1, #leases, 2 do
+local id, score = leases[i], leases[i + 1]
+local permits = tonumber(redis.call('hget', KEYS[3], id) or '0')
+local left = -1
+if score ~= 'inf' and tonumber(score) ~= math.huge then
+left = tonumber(score) - now
+end
+if left == -1 or left > 0 then
+held = held + permits
+count = count + 1
+if count <= tonumber(ARGV[1]) then
+list[#list + 1] = id
+list[#list + 1] = permits
+list[#list + 1] = left
+end
+else
+free = free + permits
+end
+end
+local reply = {free, held, count}
+for _, v in ipairs(list) do
+reply[#reply + 1] = v
+end
+return reply
+`,
   },
   "psem/release": {
     name: "psem/release",
     numKeys: 3,
     sha: "5700fef1cc222de85239e8fb9d8b573dac081e01",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)\nlocal back = 0\nif redis.call('zscore', KEYS[2], ARGV[1]) then\nback = tonumber(redis.call('hget', KEYS[3], ARGV[1]) or '0')\nredis.call('zrem', KEYS[2], ARGV[1])\nredis.call('hdel', KEYS[3], ARGV[1])\nredis.call('incrby', KEYS[1], back)\nnotify(ARGV[2], 'a')\nend\nreturn back\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
+local back = 0
+if redis.call('zscore', KEYS[2], ARGV[1]) then
+back = tonumber(redis.call('hget', KEYS[3], ARGV[1]) or '0')
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('hdel', KEYS[3], ARGV[1])
+redis.call('incrby', KEYS[1], back)
+notify(ARGV[2], 'a')
+end
+return back
+`,
     publishes: true,
   } as ScriptDef<[id: string, channel: string], number>,
   "psem/release-many": {
     name: "psem/release-many",
     numKeys: 3,
     sha: "6dc101c08852dc05f4bcb1bd101558e86bbf08da",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)\nif ARGV[1] == 'all' then\nlocal missing = 0\nfor i = 3, #ARGV - 1 do\nif not redis.call('zscore', KEYS[2], ARGV[i]) then\nmissing = missing + 1\nend\nend\nif missing > 0 then\nreturn {-missing, 0}\nend\nend\nlocal released, back = 0, 0\nfor i = 3, #ARGV - 1 do\nif redis.call('zscore', KEYS[2], ARGV[i]) then\nback = back + tonumber(redis.call('hget', KEYS[3], ARGV[i]) or '0')\nredis.call('zrem', KEYS[2], ARGV[i])\nredis.call('hdel', KEYS[3], ARGV[i])\nreleased = released + 1\nend\nend\nif released > 0 then\nredis.call('incrby', KEYS[1], back)\nnotify(ARGV[2], 'a')\nend\nreturn {released, back}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
+if ARGV[1] == 'all' then
+local missing = 0
+for i = 3, #ARGV - 1 do
+if not redis.call('zscore', KEYS[2], ARGV[i]) then
+missing = missing + 1
+end
+end
+if missing > 0 then
+return {-missing, 0}
+end
+end
+local released, back = 0, 0
+for i = 3, #ARGV - 1 do
+if redis.call('zscore', KEYS[2], ARGV[i]) then
+back = back + tonumber(redis.call('hget', KEYS[3], ARGV[i]) or '0')
+redis.call('zrem', KEYS[2], ARGV[i])
+redis.call('hdel', KEYS[3], ARGV[i])
+released = released + 1
+end
+end
+if released > 0 then
+redis.call('incrby', KEYS[1], back)
+notify(ARGV[2], 'a')
+end
+return {released, back}
+`,
     publishes: true,
   } as ScriptDef<[mode: 'all' | 'any', channel: string, ...ids: Array<string>], [released: number, permits: number]>,
   "psem/renew": {
     name: "psem/renew",
     numKeys: 3,
     sha: "742018c2e9eb835f7de1b3181befdbc81b87446a",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], now)\nif not redis.call('zscore', KEYS[2], ARGV[1]) then\nreturn 0\nend\nredis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])\nreturn 1\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], now)
+if not redis.call('zscore', KEYS[2], ARGV[1]) then
+return 0
+end
+redis.call('zadd', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+`,
     publishes: true,
   } as ScriptDef<[id: string, leaseMs: number, channel: string], 0 | 1>,
   "psem/set": {
     name: "psem/set",
     numKeys: 3,
     sha: "20a1c9ea41565a3c22c72cb9d336a50bd724282c",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)\nlocal held = 0\nfor _, n in ipairs(redis.call('hvals', KEYS[3])) do\nheld = held + tonumber(n)\nend\nlocal before = tonumber(redis.call('get', KEYS[1]) or '0')\nlocal free = tonumber(ARGV[1]) - held\nredis.call('set', KEYS[1], free, 'keepttl')\nif free > before then\nnotify(ARGV[2], 'a')\nend\nreturn free\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], now)
+local held = 0
+for _, n in ipairs(redis.call('hvals', KEYS[3])) do
+held = held + tonumber(n)
+end
+local before = tonumber(redis.call('get', KEYS[1]) or '0')
+local free = tonumber(ARGV[1]) - held
+redis.call('set', KEYS[1], free, 'keepttl')
+if free > before then
+notify(ARGV[2], 'a')
+end
+return free
+`,
     publishes: true,
   } as ScriptDef<[permits: number, channel: string], number>,
   "psem/state": {
     name: "psem/state",
     numKeys: 3,
     sha: "7a6281057f4fba3d88e77671675fd494e275bea4",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function psem_reclaim(free, leases, weights, channel, now)\nlocal gone = redis.call('zrangebyscore', leases, '-inf', now)\nif #gone == 0 then\nreturn 0\nend\nlocal back = 0\nfor _, id in ipairs(gone) do\nback = back + tonumber(redis.call('hget', weights, id) or '0')\nredis.call('hdel', weights, id)\nend\nredis.call('zremrangebyscore', leases, '-inf', now)\nif back > 0 then\nredis.call('incrby', free, back)\nnotify(channel, 'a')\nend\nreturn back\nend\nlocal now = redis_now()\npsem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], now)\nlocal held = 0\nfor _, n in ipairs(redis.call('hvals', KEYS[3])) do\nheld = held + tonumber(n)\nend\nlocal left, weight = -2, 0\nif ARGV[2] ~= '' then\nlocal score = redis.call('zscore', KEYS[2], ARGV[2])\nif score then\nweight = tonumber(redis.call('hget', KEYS[3], ARGV[2]) or '0')\nif score == 'inf' or tonumber(score) == math.huge then\nleft = -3\nelse\nleft = math.max(0, tonumber(score) - now)\nend\nend\nend\nreturn {tonumber(redis.call('get', KEYS[1]) or '0'), held, redis.call('zcard', KEYS[2]), left, weight}\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function psem_reclaim(free, leases, weights, channel, now)
+local gone = redis.call('zrangebyscore', leases, '-inf', now)
+if #gone == 0 then
+return 0
+end
+local back = 0
+for _, id in ipairs(gone) do
+back = back + tonumber(redis.call('hget', weights, id) or '0')
+redis.call('hdel', weights, id)
+end
+redis.call('zremrangebyscore', leases, '-inf', now)
+if back > 0 then
+redis.call('incrby', free, back)
+notify(channel, 'a')
+end
+return back
+end
+local now = redis_now()
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], now)
+local held = 0
+for _, n in ipairs(redis.call('hvals', KEYS[3])) do
+held = held + tonumber(n)
+end
+local left, weight = -2, 0
+if ARGV[2] ~= '' then
+local score = redis.call('zscore', KEYS[2], ARGV[2])
+if score then
+weight = tonumber(redis.call('hget', KEYS[3], ARGV[2]) or '0')
+if score == 'inf' or tonumber(score) == math.huge then
+left = -3
+else
+left = math.max(0, tonumber(score) - now)
+end
+end
+end
+return {tonumber(redis.call('get', KEYS[1]) or '0'), held, redis.call('zcard', KEYS[2]), left, weight}
+`,
     publishes: true,
   } as ScriptDef<[channel: string, id: string], [free: number, held: number, leases: number, pttl: number, permits: number]>,
   "qsem/acquire": {
     name: "qsem/acquire",
     numKeys: -1,
     sha: "47f3dfd0193c09ff509f9bf73b20d37947dcadb9",
-    source: "local want = tonumber(ARGV[3])\nlocal free = {}\nlocal soonest = -1\nfor i = 1, #KEYS do\nlocal pttl = redis.call('pttl', KEYS[i])\nif pttl == -2 then\nfree[#free + 1] = i\nif #free == want then\nbreak\nend\nelseif pttl >= 0 and (soonest < 0 or pttl < soonest) then\nsoonest = pttl\nend\nend\nif #free < want then\nreturn {0, soonest}\nend\nlocal reply = {1}\nfor _, i in ipairs(free) do\nredis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])\nreply[#reply + 1] = i\nend\nreturn reply\n",
+    source: `local want = tonumber(ARGV[3])
+local free = {}
+local soonest = -1
+for i = 1, #KEYS do
+local pttl = redis.call('pttl', KEYS[i])
+if pttl == -2 then
+free[#free + 1] = i
+if #free == want then
+break
+end
+elseif pttl >= 0 and (soonest < 0 or pttl < soonest) then
+soonest = pttl
+end
+end
+if #free < want then
+return {0, soonest}
+end
+local reply = {1}
+for _, i in ipairs(free) do
+redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+reply[#reply + 1] = i
+end
+return reply
+`,
   },
   "qsem/inspect": {
     name: "qsem/inspect",
     numKeys: -1,
     sha: "60b1ae4b60c4f819a9e5356dd355100504baa3e5",
-    source: "local held = 0\nfor i = 1, #KEYS do\nif redis.call('exists', KEYS[i]) == 1 then\nheld = held + 1\nend\nend\nreturn held\n",
+    source: `local held = 0
+for i = 1, #KEYS do
+if redis.call('exists', KEYS[i]) == 1 then
+held = held + 1
+end
+end
+return held
+`,
   },
   "qsem/release": {
     name: "qsem/release",
     numKeys: -1,
     sha: "8a82c92d371f8f33842ce21e7b72b2bf6906f831",
-    source: "local deleted = 0\nfor i = 1, #KEYS do\nif redis.call('get', KEYS[i]) == ARGV[1] then\nredis.call('del', KEYS[i])\ndeleted = deleted + 1\nend\nend\nreturn deleted\n",
+    source: `local deleted = 0
+for i = 1, #KEYS do
+if redis.call('get', KEYS[i]) == ARGV[1] then
+redis.call('del', KEYS[i])
+deleted = deleted + 1
+end
+end
+return deleted
+`,
   },
   "qsem/renew": {
     name: "qsem/renew",
     numKeys: -1,
     sha: "e62da8b9423d9cc1be5121736e1718933c5049df",
-    source: "local held = 0\nfor i = 1, #KEYS do\nlocal owner = redis.call('get', KEYS[i])\nif owner == ARGV[1] then\nredis.call('pexpire', KEYS[i], ARGV[2])\nheld = held + 1\nelseif not owner then\nredis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])\nheld = held + 1\nend\nend\nreturn held\n",
+    source: `local held = 0
+for i = 1, #KEYS do
+local owner = redis.call('get', KEYS[i])
+if owner == ARGV[1] then
+redis.call('pexpire', KEYS[i], ARGV[2])
+held = held + 1
+elseif not owner then
+redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
+held = held + 1
+end
+end
+return held
+`,
   },
   "redlock/adopt": {
     name: "redlock/adopt",
     numKeys: 1,
     sha: "78e89ec9abec41ed677f11cd087c53f2a89e7b73",
-    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal count, token, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner and owner ~= ARGV[1] then\nreturn {-1}\nend\nif not owner or count == 0 then\nreturn {0}\nend\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn {1, token}\n",
+    source: `local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local count, token, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner and owner ~= ARGV[1] then
+return {-1}
+end
+if not owner or count == 0 then
+return {0}
+end
+redis.call('pexpire', KEYS[1], ARGV[2])
+return {1, token}
+`,
   },
   "redlock/fence": {
     name: "redlock/fence",
     numKeys: 2,
     sha: "498ca4efb905f45963f6c18559406461d294205c",
-    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal count, _, owner = lock_parse(redis.call('get', KEYS[1]))\nif owner ~= ARGV[1] then\nreturn 0\nend\nlocal token = tonumber(ARGV[2])\nlocal current = tonumber(redis.call('get', KEYS[2]) or '0')\nif current < token then\nredis.call('set', KEYS[2], token)\nend\nredis.call('set', KEYS[1], lock_value(count, token, owner), 'keepttl')\nreturn 1\n",
+    source: `local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local count, _, owner = lock_parse(redis.call('get', KEYS[1]))
+if owner ~= ARGV[1] then
+return 0
+end
+local token = tonumber(ARGV[2])
+local current = tonumber(redis.call('get', KEYS[2]) or '0')
+if current < token then
+redis.call('set', KEYS[2], token)
+end
+redis.call('set', KEYS[1], lock_value(count, token, owner), 'keepttl')
+return 1
+`,
   },
   "redlock/renew": {
     name: "redlock/renew",
     numKeys: 2,
     sha: "62d33e838279739fe70c4dc5ee31ae3f9d846fd1",
-    source: "local function lock_value(count, token, owner)\nreturn count .. ':' .. token .. ':' .. owner\nend\nlocal function lock_parse(v)\nif not v then\nreturn nil\nend\nlocal count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')\nreturn tonumber(count), tonumber(token), owner\nend\nlocal value = redis.call('get', KEYS[1])\nif not value then\nredis.call('set', KEYS[1], lock_value(1, ARGV[3], ARGV[1]), 'px', ARGV[2])\nif tonumber(redis.call('get', KEYS[2]) or '0') < tonumber(ARGV[3]) then\nredis.call('set', KEYS[2], ARGV[3])\nend\nreturn 2\nend\nlocal _, _, owner = lock_parse(value)\nif owner ~= ARGV[1] then\nreturn 0\nend\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn 1\n",
+    source: `local function lock_value(count, token, owner)
+return count .. ':' .. token .. ':' .. owner
+end
+local function lock_parse(v)
+if not v then
+return nil
+end
+local count, token, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+return tonumber(count), tonumber(token), owner
+end
+local value = redis.call('get', KEYS[1])
+if not value then
+redis.call('set', KEYS[1], lock_value(1, ARGV[3], ARGV[1]), 'px', ARGV[2])
+if tonumber(redis.call('get', KEYS[2]) or '0') < tonumber(ARGV[3]) then
+redis.call('set', KEYS[2], ARGV[3])
+end
+return 2
+end
+local _, _, owner = lock_parse(value)
+if owner ~= ARGV[1] then
+return 0
+end
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 1
+`,
   },
   "rw/force-unlock": {
     name: "rw/force-unlock",
     numKeys: 5,
     sha: "297da30509b8b8a0088212880d42faf20baf1c2c",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('del', KEYS[1], KEYS[2], KEYS[3]) > 0 then\nnotify(ARGV[1], 'a')\nif redis.call('exists', KEYS[5]) == 1 then\nnotify(ARGV[2], 'a')\nend\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('del', KEYS[1], KEYS[2], KEYS[3]) > 0 then
+notify(ARGV[1], 'a')
+if redis.call('exists', KEYS[5]) == 1 then
+notify(ARGV[2], 'a')
+end
+return 1
+end
+return 0
+`,
     publishes: true,
   } as ScriptDef<[channel: string, eventsChannel: string], 0 | 1>,
   "rw/holders": {
     name: "rw/holders",
     numKeys: 3,
     sha: "2dd904d2cd3f201c759f11cc799797e33191395d",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal readers = redis.call('zrevrangebyscore', KEYS[1], '+inf', '(' .. now, 'withscores', 'limit', 0, tonumber(ARGV[1]))\nlocal reply = {}\nfor i = 1, #readers, 2 do\nreply[#reply + 1] = readers[i]\nreply[#reply + 1] = tonumber(redis.call('hget', KEYS[2], readers[i]) or '0')\nreply[#reply + 1] = tonumber(readers[i + 1]) - now\nend\nreturn reply\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local readers = redis.call('zrevrangebyscore', KEYS[1], '+inf', '(' .. now, 'withscores', 'limit', 0, tonumber(ARGV[1]))
+local reply = {}
+for i = 1, #readers, 2 do
+reply[#reply + 1] = readers[i]
+reply[#reply + 1] = tonumber(redis.call('hget', KEYS[2], readers[i]) or '0')
+reply[#reply + 1] = tonumber(readers[i + 1]) - now
+end
+return reply
+`,
   },
   "rw/inspect": {
     name: "rw/inspect",
     numKeys: 5,
     sha: "3cf0f89b1d57c18b7f34408af81a086c7f4ec57d",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal w = redis.call('hmget', KEYS[1], 'o', 'c', 't')\nlocal readers = redis.call('zcount', KEYS[2], '(' .. now, '+inf')\nlocal intents = redis.call('zcount', KEYS[4], '(' .. now, '+inf')\nlocal last = tonumber(redis.call('get', KEYS[5]) or '0')\nif not w[1] then\nreturn {false, 0, 0, -2, readers, intents, last}\nend\nreturn {w[1], tonumber(w[2]), tonumber(w[3]), redis.call('pttl', KEYS[1]), readers, intents, last}\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local w = redis.call('hmget', KEYS[1], 'o', 'c', 't')
+local readers = redis.call('zcount', KEYS[2], '(' .. now, '+inf')
+local intents = redis.call('zcount', KEYS[4], '(' .. now, '+inf')
+local last = tonumber(redis.call('get', KEYS[5]) or '0')
+if not w[1] then
+return {false, 0, 0, -2, readers, intents, last}
+end
+return {w[1], tonumber(w[2]), tonumber(w[3]), redis.call('pttl', KEYS[1]), readers, intents, last}
+`,
   } as ScriptDef<[], [writer: string | null, writeHoldCount: number, token: number, pttl: number, readers: number, waitingWriters: number, lastToken: number]>,
   "rw/read-acquire": {
     name: "rw/read-acquire",
     numKeys: 4,
     sha: "e845c43269f52ff6c1dfe1e477cb7c9194e3eaa0",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function rw_purge(readers, counts, intents, now)\nlocal gone = redis.call('zrangebyscore', readers, '-inf', now)\nfor _, owner in ipairs(gone) do\nredis.call('hdel', counts, owner)\nend\nif #gone > 0 then\nredis.call('zremrangebyscore', readers, '-inf', now)\nend\nredis.call('zremrangebyscore', intents, '-inf', now)\nend\nlocal now = redis_now()\nrw_purge(KEYS[2], KEYS[3], KEYS[4], now)\nlocal owner = ARGV[1]\nlocal lease = tonumber(ARGV[2])\nlocal writer = redis.call('hget', KEYS[1], 'o')\nif writer and writer ~= owner then\nreturn {0, redis.call('pttl', KEYS[1])}\nend\nlocal held = redis.call('zscore', KEYS[2], owner)\nif not held and not writer then\nlocal first = redis.call('zrange', KEYS[4], 0, 0, 'withscores')\nif first[2] then\nreturn {0, math.max(1, tonumber(first[2]) - now)}\nend\nend\nlocal count = redis.call('hincrby', KEYS[3], owner, 1)\nlocal expiry = now + lease\nif held and tonumber(held) > expiry then\nexpiry = tonumber(held)\nend\nredis.call('zadd', KEYS[2], expiry, owner)\nexpire_to_last(KEYS[2], now, KEYS[3])\nreturn {1, count}\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function rw_purge(readers, counts, intents, now)
+local gone = redis.call('zrangebyscore', readers, '-inf', now)
+for _, owner in ipairs(gone) do
+redis.call('hdel', counts, owner)
+end
+if #gone > 0 then
+redis.call('zremrangebyscore', readers, '-inf', now)
+end
+redis.call('zremrangebyscore', intents, '-inf', now)
+end
+local now = redis_now()
+rw_purge(KEYS[2], KEYS[3], KEYS[4], now)
+local owner = ARGV[1]
+local lease = tonumber(ARGV[2])
+local writer = redis.call('hget', KEYS[1], 'o')
+if writer and writer ~= owner then
+return {0, redis.call('pttl', KEYS[1])}
+end
+local held = redis.call('zscore', KEYS[2], owner)
+if not held and not writer then
+local first = redis.call('zrange', KEYS[4], 0, 0, 'withscores')
+if first[2] then
+return {0, math.max(1, tonumber(first[2]) - now)}
+end
+end
+local count = redis.call('hincrby', KEYS[3], owner, 1)
+local expiry = now + lease
+if held and tonumber(held) > expiry then
+expiry = tonumber(held)
+end
+redis.call('zadd', KEYS[2], expiry, owner)
+expire_to_last(KEYS[2], now, KEYS[3])
+return {1, count}
+`,
   } as ScriptDef<[owner: string, leaseMs: number], [1, holdCount: number] | [0, retryInMs: number]>,
   "rw/read-release": {
     name: "rw/read-release",
     numKeys: -1,
     sha: "9a756f24987ec6aa0242237a555c538d0abf91b6",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function rw_purge(readers, counts, intents, now)\nlocal gone = redis.call('zrangebyscore', readers, '-inf', now)\nfor _, owner in ipairs(gone) do\nredis.call('hdel', counts, owner)\nend\nif #gone > 0 then\nredis.call('zremrangebyscore', readers, '-inf', now)\nend\nredis.call('zremrangebyscore', intents, '-inf', now)\nend\nlocal function rw_channel(writer, suffix)\nreturn string.sub(writer, 1, -2) .. suffix\nend\nlocal function release_retried(marker)\nif not marker then\nreturn nil\nend\nlocal done = redis.call('get', marker)\nif done then\nreturn tonumber(done)\nend\nreturn nil\nend\nlocal function release_kept(marker, left, ttl)\nredis.call('set', marker, left, 'px', ttl)\nreturn left\nend\nlocal marker = KEYS[6]\nlocal done = release_retried(marker)\nif done then\nreturn done\nend\nlocal now = redis_now()\nrw_purge(KEYS[1], KEYS[2], KEYS[3], now)\nlocal owner = ARGV[1]\nif not redis.call('zscore', KEYS[1], owner) then\nreturn -1\nend\nlocal left = 0\nif tonumber(ARGV[2]) % 2 == 0 then\nleft = (tonumber(redis.call('hget', KEYS[2], owner)) or 1) - 1\nend\nif left <= 0 then\nredis.call('hdel', KEYS[2], owner)\nredis.call('zrem', KEYS[1], owner)\nexpire_to_last(KEYS[1], now, KEYS[2])\nlocal free = redis.call('zcard', KEYS[1]) == 0 and redis.call('exists', KEYS[4]) == 0\nif free then\nnotify(rw_channel(KEYS[4], 'ch'), 'a')\nend\nif redis.call('exists', KEYS[5]) == 1 then\nnotify(rw_channel(KEYS[4], 'ev'), free and 'r1' or 'r0')\nend\nreturn 0\nend\nif not marker then\nreturn -2\nend\nredis.call('hset', KEYS[2], owner, left)\nreturn release_kept(marker, left, ARGV[3])\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function rw_purge(readers, counts, intents, now)
+local gone = redis.call('zrangebyscore', readers, '-inf', now)
+for _, owner in ipairs(gone) do
+redis.call('hdel', counts, owner)
+end
+if #gone > 0 then
+redis.call('zremrangebyscore', readers, '-inf', now)
+end
+redis.call('zremrangebyscore', intents, '-inf', now)
+end
+local function rw_channel(writer, suffix)
+return string.sub(writer, 1, -2) .. suffix
+end
+local function release_retried(marker)
+if not marker then
+return nil
+end
+local done = redis.call('get', marker)
+if done then
+return tonumber(done)
+end
+return nil
+end
+local function release_kept(marker, left, ttl)
+redis.call('set', marker, left, 'px', ttl)
+return left
+end
+local marker = KEYS[6]
+local done = release_retried(marker)
+if done then
+return done
+end
+local now = redis_now()
+rw_purge(KEYS[1], KEYS[2], KEYS[3], now)
+local owner = ARGV[1]
+if not redis.call('zscore', KEYS[1], owner) then
+return -1
+end
+local left = 0
+if tonumber(ARGV[2]) % 2 == 0 then
+left = (tonumber(redis.call('hget', KEYS[2], owner)) or 1) - 1
+end
+if left <= 0 then
+redis.call('hdel', KEYS[2], owner)
+redis.call('zrem', KEYS[1], owner)
+expire_to_last(KEYS[1], now, KEYS[2])
+local free = redis.call('zcard', KEYS[1]) == 0 and redis.call('exists', KEYS[4]) == 0
+if free then
+notify(rw_channel(KEYS[4], 'ch'), 'a')
+end
+if redis.call('exists', KEYS[5]) == 1 then
+notify(rw_channel(KEYS[4], 'ev'), free and 'r1' or 'r0')
+end
+return 0
+end
+if not marker then
+return -2
+end
+redis.call('hset', KEYS[2], owner, left)
+return release_kept(marker, left, ARGV[3])
+`,
     publishes: true,
   } as ScriptDef<[owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number], number>,
   "rw/read-renew": {
     name: "rw/read-renew",
     numKeys: 3,
     sha: "2ad86cde39d9e680fdd5c47af783289d1b2092a0",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function rw_purge(readers, counts, intents, now)\nlocal gone = redis.call('zrangebyscore', readers, '-inf', now)\nfor _, owner in ipairs(gone) do\nredis.call('hdel', counts, owner)\nend\nif #gone > 0 then\nredis.call('zremrangebyscore', readers, '-inf', now)\nend\nredis.call('zremrangebyscore', intents, '-inf', now)\nend\nlocal now = redis_now()\nrw_purge(KEYS[1], KEYS[2], KEYS[3], now)\nif not redis.call('zscore', KEYS[1], ARGV[1]) then\nreturn 0\nend\nredis.call('zadd', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\nexpire_to_last(KEYS[1], now, KEYS[2])\nreturn 1\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function rw_purge(readers, counts, intents, now)
+local gone = redis.call('zrangebyscore', readers, '-inf', now)
+for _, owner in ipairs(gone) do
+redis.call('hdel', counts, owner)
+end
+if #gone > 0 then
+redis.call('zremrangebyscore', readers, '-inf', now)
+end
+redis.call('zremrangebyscore', intents, '-inf', now)
+end
+local now = redis_now()
+rw_purge(KEYS[1], KEYS[2], KEYS[3], now)
+if not redis.call('zscore', KEYS[1], ARGV[1]) then
+return 0
+end
+redis.call('zadd', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+expire_to_last(KEYS[1], now, KEYS[2])
+return 1
+`,
   } as ScriptDef<[owner: string, leaseMs: number], 0 | 1>,
   "rw/readers": {
     name: "rw/readers",
     numKeys: 3,
     sha: "eebcfb32bd06f7e188e3caf123e6af993be2dc66",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal reply = {0, -2}\nif ARGV[1] ~= '' then\nlocal score = redis.call('zscore', KEYS[1], ARGV[1])\nif score and tonumber(score) > now then\nreply[1] = tonumber(redis.call('hget', KEYS[2], ARGV[1]) or '0')\nreply[2] = tonumber(score) - now\nend\nend\nlocal readers = redis.call('zrevrangebyscore', KEYS[1], '+inf', '(' .. now, 'withscores')\nfor i = 1, #readers, 2 do\nlocal owner = readers[i]\nreply[#reply + 1] = string.sub(redis.sha1hex(owner), 1, 12)\nreply[#reply + 1] = tonumber(redis.call('hget', KEYS[2], owner) or '0')\nreply[#reply + 1] = tonumber(readers[i + 1]) - now\nend\nreturn reply\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local reply = {0, -2}
+if ARGV[1] ~= '' then
+local score = redis.call('zscore', KEYS[1], ARGV[1])
+if score and tonumber(score) > now then
+reply[1] = tonumber(redis.call('hget', KEYS[2], ARGV[1]) or '0')
+reply[2] = tonumber(score) - now
+end
+end
+local readers = redis.call('zrevrangebyscore', KEYS[1], '+inf', '(' .. now, 'withscores')
+for i = 1, #readers, 2 do
+local owner = readers[i]
+reply[#reply + 1] = string.sub(redis.sha1hex(owner), 1, 12)
+reply[#reply + 1] = tonumber(redis.call('hget', KEYS[2], owner) or '0')
+reply[#reply + 1] = tonumber(readers[i + 1]) - now
+end
+return reply
+`,
   } as ScriptDef<[owner: string], [holdCount: number, pttl: number, ...readers: Array<string | number>]>,
   "rw/withdraw": {
     name: "rw/withdraw",
     numKeys: 1,
     sha: "8db3700e813d2ef322dc2ef3292fe6690b5bea4d",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif redis.call('zrem', KEYS[1], ARGV[1]) == 1 then\nnotify(ARGV[2], 'a')\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then
+notify(ARGV[2], 'a')
+return 1
+end
+return 0
+`,
     publishes: true,
   } as ScriptDef<[owner: string, channel: string], 0 | 1>,
   "rw/write-acquire": {
     name: "rw/write-acquire",
     numKeys: 5,
     sha: "73b45b9b5c6e95c04a8a4fecc7812a0e3c79d6f5",
-    source: "if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) == 0 then\nlocal token = redis.call('incr', KEYS[5])\nredis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)\nredis.call('pexpire', KEYS[1], ARGV[2])\nreturn {1, token, 1}\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function rw_purge(readers, counts, intents, now)\nlocal gone = redis.call('zrangebyscore', readers, '-inf', now)\nfor _, owner in ipairs(gone) do\nredis.call('hdel', counts, owner)\nend\nif #gone > 0 then\nredis.call('zremrangebyscore', readers, '-inf', now)\nend\nredis.call('zremrangebyscore', intents, '-inf', now)\nend\nlocal now = redis_now()\nrw_purge(KEYS[2], KEYS[3], KEYS[4], now)\nlocal owner = ARGV[1]\nlocal lease = tonumber(ARGV[2])\nlocal intent = tonumber(ARGV[3])\nlocal function wait_with_intent(ms)\nif intent > 0 then\nredis.call('zadd', KEYS[4], now + intent, owner)\nexpire_to_last(KEYS[4], now)\nend\nreturn {0, ms}\nend\nlocal writer = redis.call('hget', KEYS[1], 'o')\nif writer == owner then\nlocal count = redis.call('hincrby', KEYS[1], 'c', 1)\nif redis.call('pttl', KEYS[1]) < lease then\nredis.call('pexpire', KEYS[1], lease)\nend\nreturn {1, tonumber(redis.call('hget', KEYS[1], 't')), count}\nend\nif redis.call('zscore', KEYS[2], owner) then\nreturn {-1}\nend\nif writer then\nreturn wait_with_intent(redis.call('pttl', KEYS[1]))\nend\nlocal first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')\nif first[2] then\nreturn wait_with_intent(math.max(1, tonumber(first[2]) - now))\nend\nlocal token = redis.call('incr', KEYS[5])\nredis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)\nredis.call('pexpire', KEYS[1], lease)\nif redis.call('zrem', KEYS[4], owner) == 1 then\nexpire_to_last(KEYS[4], now)\nend\nreturn {1, token, 1}\n",
+    source: `if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) == 0 then
+local token = redis.call('incr', KEYS[5])
+redis.call('hset', KEYS[1], 'o', ARGV[1], 'c', 1, 't', token)
+redis.call('pexpire', KEYS[1], ARGV[2])
+return {1, token, 1}
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function rw_purge(readers, counts, intents, now)
+local gone = redis.call('zrangebyscore', readers, '-inf', now)
+for _, owner in ipairs(gone) do
+redis.call('hdel', counts, owner)
+end
+if #gone > 0 then
+redis.call('zremrangebyscore', readers, '-inf', now)
+end
+redis.call('zremrangebyscore', intents, '-inf', now)
+end
+local now = redis_now()
+rw_purge(KEYS[2], KEYS[3], KEYS[4], now)
+local owner = ARGV[1]
+local lease = tonumber(ARGV[2])
+local intent = tonumber(ARGV[3])
+local function wait_with_intent(ms)
+if intent > 0 then
+redis.call('zadd', KEYS[4], now + intent, owner)
+expire_to_last(KEYS[4], now)
+end
+return {0, ms}
+end
+local writer = redis.call('hget', KEYS[1], 'o')
+if writer == owner then
+local count = redis.call('hincrby', KEYS[1], 'c', 1)
+if redis.call('pttl', KEYS[1]) < lease then
+redis.call('pexpire', KEYS[1], lease)
+end
+return {1, tonumber(redis.call('hget', KEYS[1], 't')), count}
+end
+if redis.call('zscore', KEYS[2], owner) then
+return {-1}
+end
+if writer then
+return wait_with_intent(redis.call('pttl', KEYS[1]))
+end
+local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if first[2] then
+return wait_with_intent(math.max(1, tonumber(first[2]) - now))
+end
+local token = redis.call('incr', KEYS[5])
+redis.call('hset', KEYS[1], 'o', owner, 'c', 1, 't', token)
+redis.call('pexpire', KEYS[1], lease)
+if redis.call('zrem', KEYS[4], owner) == 1 then
+expire_to_last(KEYS[4], now)
+end
+return {1, token, 1}
+`,
   } as ScriptDef<[owner: string, leaseMs: number, intentMs: number], [1, token: number, holdCount: number] | [0, retryInMs: number] | [-1]>,
   "rw/write-release": {
     name: "rw/write-release",
     numKeys: -1,
     sha: "d0e23dc9539e85634da40ab070903d6d7a68e2a6",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal function rw_channel(writer, suffix)\nreturn string.sub(writer, 1, -2) .. suffix\nend\nlocal function release_retried(marker)\nif not marker then\nreturn nil\nend\nlocal done = redis.call('get', marker)\nif done then\nreturn tonumber(done)\nend\nreturn nil\nend\nlocal function release_kept(marker, left, ttl)\nredis.call('set', marker, left, 'px', ttl)\nreturn left\nend\nlocal marker = KEYS[4]\nlocal done = release_retried(marker)\nif done then\nreturn done\nend\nlocal writer = redis.call('hmget', KEYS[1], 'o', 'c')\nif writer[1] ~= ARGV[1] then\nreturn -1\nend\nlocal left = 0\nif tonumber(ARGV[2]) % 2 == 0 then\nleft = tonumber(writer[2]) - 1\nend\nif left <= 0 then\nredis.call('del', KEYS[1])\nnotify(rw_channel(KEYS[1], 'ch'), 'a')\nif redis.call('exists', KEYS[2]) == 1 then\nnotify(rw_channel(KEYS[1], 'ev'), redis.call('zcount', KEYS[3], '(' .. redis_now(), '+inf') == 0 and 'w1' or 'w0')\nend\nreturn 0\nend\nif not marker then\nreturn -2\nend\nredis.call('hset', KEYS[1], 'c', left)\nreturn release_kept(marker, left, ARGV[3])\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local function rw_channel(writer, suffix)
+return string.sub(writer, 1, -2) .. suffix
+end
+local function release_retried(marker)
+if not marker then
+return nil
+end
+local done = redis.call('get', marker)
+if done then
+return tonumber(done)
+end
+return nil
+end
+local function release_kept(marker, left, ttl)
+redis.call('set', marker, left, 'px', ttl)
+return left
+end
+local marker = KEYS[4]
+local done = release_retried(marker)
+if done then
+return done
+end
+local writer = redis.call('hmget', KEYS[1], 'o', 'c')
+if writer[1] ~= ARGV[1] then
+return -1
+end
+local left = 0
+if tonumber(ARGV[2]) % 2 == 0 then
+left = tonumber(writer[2]) - 1
+end
+if left <= 0 then
+redis.call('del', KEYS[1])
+notify(rw_channel(KEYS[1], 'ch'), 'a')
+if redis.call('exists', KEYS[2]) == 1 then
+notify(rw_channel(KEYS[1], 'ev'), redis.call('zcount', KEYS[3], '(' .. redis_now(), '+inf') == 0 and 'w1' or 'w0')
+end
+return 0
+end
+if not marker then
+return -2
+end
+redis.call('hset', KEYS[1], 'c', left)
+return release_kept(marker, left, ARGV[3])
+`,
     publishes: true,
   } as ScriptDef<[owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number], number>,
   "scheduler/abandon": {
     name: "scheduler/abandon",
     numKeys: 1,
     sha: "ce7d5e09a84f0332791f458d682edf7299e180f1",
-    source: "local v = redis.call('hmget', KEYS[1], 'o', 'p', 'pu')\nif v[1] ~= ARGV[1] then\nreturn 0\nend\nredis.call('hdel', KEYS[1], 'o', 's', 'u', 'f', 'p', 'pu')\nif v[2] and v[2] ~= '' then\nredis.call('hset', KEYS[1], 't', v[2])\nelse\nredis.call('hdel', KEYS[1], 't')\nend\nif v[3] and v[3] ~= '' then\nredis.call('hset', KEYS[1], 'tu', v[3])\nelse\nredis.call('hdel', KEYS[1], 'tu')\nend\nreturn 1\n",
+    source: `local v = redis.call('hmget', KEYS[1], 'o', 'p', 'pu')
+if v[1] ~= ARGV[1] then
+return 0
+end
+redis.call('hdel', KEYS[1], 'o', 's', 'u', 'f', 'p', 'pu')
+if v[2] and v[2] ~= '' then
+redis.call('hset', KEYS[1], 't', v[2])
+else
+redis.call('hdel', KEYS[1], 't')
+end
+if v[3] and v[3] ~= '' then
+redis.call('hset', KEYS[1], 'tu', v[3])
+else
+redis.call('hdel', KEYS[1], 'tu')
+end
+return 1
+`,
   },
   "scheduler/claim": {
     name: "scheduler/claim",
     numKeys: 1,
     sha: "ce17cd25c405b80526f3ab5304e139dda4b0b39d",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal tick = tonumber(ARGV[1])\nlocal atMost = tonumber(ARGV[3])\nlocal memory = tonumber(ARGV[4])\nlocal v = redis.call('hmget', KEYS[1], 't', 'tu', 'u')\nlocal last = tonumber(v[1])\nlocal lastUntil = tonumber(v[2])\nif last and last >= tick and (lastUntil == nil or lastUntil > now) then\nreturn {0, 0}\nend\nlocal lockedUntil = tonumber(v[3])\nif lockedUntil and lockedUntil > now then\nreturn {0, lockedUntil - now}\nend\nredis.call('hset', KEYS[1], 'p', v[1] or '', 'pu', v[2] or '', 't', ARGV[1], 'tu', now + memory, 'o', ARGV[2], 's', now,\n'u', now + atMost, 'f', ARGV[5])\nif ARGV[6] ~= '' then\nredis.call('hset', KEYS[1], 'c', ARGV[6])\nend\nredis.call('pexpire', KEYS[1], math.max(atMost, memory, tonumber(ARGV[7])))\nreturn {1, atMost}\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local tick = tonumber(ARGV[1])
+local atMost = tonumber(ARGV[3])
+local memory = tonumber(ARGV[4])
+local v = redis.call('hmget', KEYS[1], 't', 'tu', 'u')
+local last = tonumber(v[1])
+local lastUntil = tonumber(v[2])
+if last and last >= tick and (lastUntil == nil or lastUntil > now) then
+return {0, 0}
+end
+local lockedUntil = tonumber(v[3])
+if lockedUntil and lockedUntil > now then
+return {0, lockedUntil - now}
+end
+redis.call('hset', KEYS[1], 'p', v[1] or '', 'pu', v[2] or '', 't', ARGV[1], 'tu', now + memory, 'o', ARGV[2], 's', now,
+'u', now + atMost, 'f', ARGV[5])
+if ARGV[6] ~= '' then
+redis.call('hset', KEYS[1], 'c', ARGV[6])
+end
+redis.call('pexpire', KEYS[1], math.max(atMost, memory, tonumber(ARGV[7])))
+return {1, atMost}
+`,
   },
   "scheduler/finish": {
     name: "scheduler/finish",
     numKeys: 1,
     sha: "bd7411463ce711320381179856c744eb4b670948",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal now = redis_now()\nlocal v = redis.call('hmget', KEYS[1], 'o', 's', 't', 'f', 'ec')\nif v[1] ~= ARGV[1] then\nreturn 0\nend\nlocal lockedUntil = math.max(now, tonumber(v[2]) + tonumber(ARGV[2]))\nlocal failed = ARGV[4] ~= ''\nredis.call('hset', KEYS[1], 'u', lockedUntil, 'rt', v[3], 'rf', v[4] or '', 'rs', v[2], 'rd', ARGV[3], 're', ARGV[4],\n'rx', now, 'ec', failed and ((tonumber(v[5]) or 0) + 1) or 0)\nredis.call('hincrby', KEYS[1], 'rn', 1)\nredis.call('hdel', KEYS[1], 'o', 'f')\nredis.call('pexpire', KEYS[1], math.max(lockedUntil - now, tonumber(ARGV[5])))\nreturn 1\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local now = redis_now()
+local v = redis.call('hmget', KEYS[1], 'o', 's', 't', 'f', 'ec')
+if v[1] ~= ARGV[1] then
+return 0
+end
+local lockedUntil = math.max(now, tonumber(v[2]) + tonumber(ARGV[2]))
+local failed = ARGV[4] ~= ''
+redis.call('hset', KEYS[1], 'u', lockedUntil, 'rt', v[3], 'rf', v[4] or '', 'rs', v[2], 'rd', ARGV[3], 're', ARGV[4],
+'rx', now, 'ec', failed and ((tonumber(v[5]) or 0) + 1) or 0)
+redis.call('hincrby', KEYS[1], 'rn', 1)
+redis.call('hdel', KEYS[1], 'o', 'f')
+redis.call('pexpire', KEYS[1], math.max(lockedUntil - now, tonumber(ARGV[5])))
+return 1
+`,
   },
   "scheduler/force-release": {
     name: "scheduler/force-release",
     numKeys: 1,
     sha: "74ddd258e6ca91c0e1e7ade1cbd0f870c3b9f772",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal v = redis.call('hmget', KEYS[1], 'o', 'u')\nlocal held = v[1] or (v[2] and tonumber(v[2]) > redis_now())\nredis.call('hdel', KEYS[1], 'o', 's', 'u', 'f', 'p', 'pu')\nif held then\nreturn 1\nend\nreturn 0\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local v = redis.call('hmget', KEYS[1], 'o', 'u')
+local held = v[1] or (v[2] and tonumber(v[2]) > redis_now())
+redis.call('hdel', KEYS[1], 'o', 's', 'u', 'f', 'p', 'pu')
+if held then
+return 1
+end
+return 0
+`,
   },
   "scheduler/inspect": {
     name: "scheduler/inspect",
     numKeys: 1,
     sha: "68d244268c4ef382bdd065298ecbc24d6f2b6e23",
-    source: "local function redis_now()\nlocal t = redis.call('time')\nreturn tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\nend\nlocal function expire_to_last(zkey, now, ...)\nlocal last = redis.call('zrange', zkey, -1, -1, 'withscores')\nif last[2] then\nlocal ttl = math.max(1, tonumber(last[2]) - now)\nredis.call('pexpire', zkey, ttl)\nfor _, key in ipairs({...}) do\nredis.call('pexpire', key, ttl)\nend\nelse\nredis.call('del', zkey, ...)\nend\nend\nlocal reply = redis.call('hgetall', KEYS[1])\ntable.insert(reply, 1, redis_now())\nreturn reply\n",
+    source: `local function redis_now()
+local t = redis.call('time')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function expire_to_last(zkey, now, ...)
+local last = redis.call('zrange', zkey, -1, -1, 'withscores')
+if last[2] then
+local ttl = math.max(1, tonumber(last[2]) - now)
+redis.call('pexpire', zkey, ttl)
+for _, key in ipairs({...}) do
+redis.call('pexpire', key, ttl)
+end
+else
+redis.call('del', zkey, ...)
+end
+end
+local reply = redis.call('hgetall', KEYS[1])
+table.insert(reply, 1, redis_now())
+return reply
+`,
   },
   "sem/acquire": {
     name: "sem/acquire",
     numKeys: 1,
     sha: "ffd6ea9799cd26cecdf773f6e7b6f07e2b394675",
-    source: "local want = tonumber(ARGV[1])\nlocal free = tonumber(redis.call('get', KEYS[1]) or '0')\nif free >= want then\nreturn {1, redis.call('decrby', KEYS[1], want)}\nend\nreturn {0, free}\n",
+    source: `local want = tonumber(ARGV[1])
+local free = tonumber(redis.call('get', KEYS[1]) or '0')
+if free >= want then
+return {1, redis.call('decrby', KEYS[1], want)}
+end
+return {0, free}
+`,
   },
   "sem/drain": {
     name: "sem/drain",
     numKeys: 1,
     sha: "35bdb107bc21f58262bf89fe94e1f764fa719136",
-    source: "local free = tonumber(redis.call('get', KEYS[1]) or '0')\nif free > 0 then\nredis.call('decrby', KEYS[1], free)\nreturn free\nend\nreturn 0\n",
+    source: `local free = tonumber(redis.call('get', KEYS[1]) or '0')
+if free > 0 then
+redis.call('decrby', KEYS[1], free)
+return free
+end
+return 0
+`,
   },
   "sem/release": {
     name: "sem/release",
     numKeys: 1,
     sha: "434d6bb315bbb1dc972f776424b63ff38c425ed1",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nif ARGV[3] == '1' and redis.call('exists', KEYS[1]) == 0 then\nreturn -1\nend\nlocal n = tonumber(ARGV[1])\nlocal free = redis.call('incrby', KEYS[1], n)\nif n > 0 then\nnotify(ARGV[2], 'a')\nend\nreturn free\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+if ARGV[3] == '1' and redis.call('exists', KEYS[1]) == 0 then
+return -1
+end
+local n = tonumber(ARGV[1])
+local free = redis.call('incrby', KEYS[1], n)
+if n > 0 then
+notify(ARGV[2], 'a')
+end
+return free
+`,
     publishes: true,
   },
   "sem/try-set": {
     name: "sem/try-set",
     numKeys: 1,
     sha: "75abed70679d57371edcaab2a7c30d61594e06c0",
-    source: "local function notify(channel, message)\nlocal command = ARGV[#ARGV]\nif command ~= 'publish' and command ~= 'spublish' then\nerror('holdfast: the last argument must be the publish command, got ' .. tostring(command))\nend\nredis.call(command, channel, message)\nend\nlocal ok\nif ARGV[3] ~= '0' then\nok = redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[3])\nelse\nok = redis.call('set', KEYS[1], ARGV[1], 'nx')\nend\nif ok then\nnotify(ARGV[2], 'a')\nreturn 1\nend\nreturn 0\n",
+    source: `local function notify(channel, message)
+local command = ARGV[#ARGV]
+if command ~= 'publish' and command ~= 'spublish' then
+error('holdfast: the last argument must be the publish command, got ' .. tostring(command))
+end
+redis.call(command, channel, message)
+end
+local ok
+if ARGV[3] ~= '0' then
+ok = redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[3])
+else
+ok = redis.call('set', KEYS[1], ARGV[1], 'nx')
+end
+if ok then
+notify(ARGV[2], 'a')
+return 1
+end
+return 0
+`,
     publishes: true,
   },
   "stock/add": {
     name: "stock/add",
     numKeys: -1,
     sha: "890417fd29de471a96eaf75c14cfdc62bf55bba0",
-    source: "local n = tonumber(ARGV[1])\nlocal count = #KEYS\nlocal each = math.floor(n / count)\nlocal rest = n - each * count\nlocal start = tonumber(ARGV[3]) - 1\nlocal total = 0\nfor k = 0, count - 1 do\nlocal i = (start + k) % count + 1\nlocal add = each\nif k < rest then\nadd = add + 1\nend\nif ARGV[2] == 'set' then\nredis.call('set', KEYS[i], add)\ntotal = total + add\nelse\ntotal = total + redis.call('incrby', KEYS[i], add)\nend\nend\nreturn total\n",
+    source: `local n = tonumber(ARGV[1])
+local count = #KEYS
+local each = math.floor(n / count)
+local rest = n - each * count
+local start = tonumber(ARGV[3]) - 1
+local total = 0
+for k = 0, count - 1 do
+local i = (start + k) % count + 1
+local add = each
+if k < rest then
+add = add + 1
+end
+if ARGV[2] == 'set' then
+redis.call('set', KEYS[i], add)
+total = total + add
+else
+total = total + redis.call('incrby', KEYS[i], add)
+end
+end
+return total
+`,
   },
   "stock/available": {
     name: "stock/available",
     numKeys: -1,
     sha: "673678d15b786a5149aac17aa1c1bea47f781137",
-    source: "local out = {0}\nfor i = 1, #KEYS do\nlocal have = tonumber(redis.call('get', KEYS[i]) or '0')\nout[1] = out[1] + have\nout[i + 1] = have\nend\nreturn out\n",
+    source: `local out = {0}
+for i = 1, #KEYS do
+local have = tonumber(redis.call('get', KEYS[i]) or '0')
+out[1] = out[1] + have
+out[i + 1] = have
+end
+return out
+`,
   },
   "stock/take": {
     name: "stock/take",
     numKeys: 1,
     sha: "e227dbb257f3fadcdc39f7869806b5eb63be5a39",
-    source: "local n = tonumber(ARGV[1])\nlocal have = tonumber(redis.call('get', KEYS[1]) or '0')\nif have >= n then\nreturn {1, redis.call('decrby', KEYS[1], n)}\nend\nreturn {0, have}\n",
+    source: `local n = tonumber(ARGV[1])
+local have = tonumber(redis.call('get', KEYS[1]) or '0')
+if have >= n then
+return {1, redis.call('decrby', KEYS[1], n)}
+end
+return {0, have}
+`,
   },
   "stock/take-any": {
     name: "stock/take-any",
     numKeys: -1,
     sha: "d7fd622abc97c543aafd6eed878227b8fd852ff5",
-    source: "local n = tonumber(ARGV[1])\nlocal count = #KEYS\nlocal start = tonumber(ARGV[2]) - 1\nlocal have = {}\nlocal total = 0\nfor i = 1, count do\nhave[i] = tonumber(redis.call('get', KEYS[i]) or '0')\ntotal = total + have[i]\nend\nif total < n then\nreturn {0, total}\nend\nfor k = 0, count - 1 do\nlocal i = (start + k) % count + 1\nif have[i] >= n then\nredis.call('decrby', KEYS[i], n)\nreturn {1, total - n}\nend\nend\nlocal left = n\nfor k = 0, count - 1 do\nlocal i = (start + k) % count + 1\nif have[i] > 0 then\nlocal take = math.min(have[i], left)\nredis.call('decrby', KEYS[i], take)\nleft = left - take\nif left == 0 then\nbreak\nend\nend\nend\nreturn {1, total - n}\n",
+    source: `local n = tonumber(ARGV[1])
+local count = #KEYS
+local start = tonumber(ARGV[2]) - 1
+local have = {}
+local total = 0
+for i = 1, count do
+have[i] = tonumber(redis.call('get', KEYS[i]) or '0')
+total = total + have[i]
+end
+if total < n then
+return {0, total}
+end
+for k = 0, count - 1 do
+local i = (start + k) % count + 1
+if have[i] >= n then
+redis.call('decrby', KEYS[i], n)
+return {1, total - n}
+end
+end
+local left = n
+for k = 0, count - 1 do
+local i = (start + k) % count + 1
+if have[i] > 0 then
+local take = math.min(have[i], left)
+redis.call('decrby', KEYS[i], take)
+left = left - take
+if left == 0 then
+break
+end
+end
+end
+return {1, total - n}
+`,
   },
 } as const satisfies Record<string, ScriptDef>;

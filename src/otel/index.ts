@@ -25,13 +25,14 @@ import {
   type Span,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { CHANNELS, type AcquireContext, type HandoffMessage, type LostMessage, type ReleaseContext, type RenewMessage } from '../diagnostics.js';
+import { CHANNELS, type AcquireContext, type ElectionMessage, type HandoffMessage, type LostMessage, type ReleaseContext, type RenewMessage } from '../diagnostics.js';
 
 /** The attribute names holdfast puts on its spans and metrics. */
 export const ATTR = {
   /**
    * Which primitive: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `permit-semaphore`, `multi-lock`,
-   * `redlock`, `redlock-semaphore`; on ZooKeeper `zk-lock`, `zk-read-lock`, `zk-write-lock`, `zk-semaphore`.
+   * `redlock`, `redlock-semaphore`, `election`; on ZooKeeper `zk-lock`, `zk-read-lock`, `zk-write-lock`, `zk-semaphore`,
+   * `zk-election`.
    */
   KIND: 'holdfast.kind',
   /** The lock's name (on spans; on metrics only with `nameInMetrics`). */
@@ -319,6 +320,13 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     const m = message as HandoffMessage;
     spansOf(m.kind, m.name, m.fingerprint, (span) => span.addEvent(`handoff ${m.stage}`, { [ATTR.TOKEN]: m.token }));
   };
+  // an election's steps on its leadership's hold span (the campaign is traced as an acquisition of kind `election`)
+  const onElection = (message: unknown): void => {
+    const m = message as ElectionMessage;
+    spansOf(m.kind, m.name, m.fingerprint, (span) =>
+      span.addEvent(`election ${m.event}`, { [ATTR.TOKEN]: m.term, 'holdfast.election.label': m.label, ...(m.reason === undefined ? {} : { [ATTR.LOST_REASON]: m.reason }) }),
+    );
+  };
   const spansOf = (kind: string, name: string, fp: string, fn: (span: Span) => void): void => {
     for (let hold = byHold.get(`${kind}\0${name}\0${fp}`); hold; hold = hold.next) if (hold.span) fn(hold.span);
   };
@@ -331,6 +339,7 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
   dc.subscribe(CHANNELS.lost, onLost);
   dc.subscribe(CHANNELS.renew, onRenew);
   dc.subscribe(CHANNELS.handoff, onHandoff);
+  dc.subscribe(CHANNELS.election, onElection);
   let enabled = true;
   const disable = (): void => {
     if (!enabled) return;
@@ -340,6 +349,7 @@ export function instrumentHoldfast(options: HoldfastOtelOptions = {}): HoldfastI
     dc.unsubscribe(CHANNELS.lost, onLost);
     dc.unsubscribe(CHANNELS.renew, onRenew);
     dc.unsubscribe(CHANNELS.handoff, onHandoff);
+    dc.unsubscribe(CHANNELS.election, onElection);
     acquisitions?.removeCallback(observeAcquisitions);
     heldNow?.removeCallback(observeHeld);
   };

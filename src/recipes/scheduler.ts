@@ -10,14 +10,33 @@
  * @module
  */
 import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
+import type { Cron } from 'croner';
 import { fingerprint } from '../internal/fingerprint.js';
-import { Cron } from 'croner';
 import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optFunction } from '../internal/validate.js';
 import { scripts } from '../lua/scripts.gen.js';
+
+let croner: typeof import('croner') | undefined;
+
+/**
+ * croner, loaded on the first {@link Scheduler.schedule}: only holdfast's own scheduler parses cron expressions, so
+ * croner is an optional peer dependency that nothing else loads.
+ * @throws {Error} when croner is not installed, saying what to install
+ */
+function cronClass(): typeof Cron {
+  if (croner === undefined) {
+    try {
+      croner = createRequire(import.meta.url)('croner') as typeof import('croner');
+    } catch (error) {
+      throw new Error('scheduler.schedule() parses cron expressions with croner, which is not installed: run `npm install croner`', { cause: error });
+    }
+  }
+  return croner.Cron;
+}
 
 /** What to do with ticks missed while this instance was blocked or Redis was unreachable. */
 export type MissedTicks = 'skip' | 'run-latest';
@@ -270,10 +289,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const timezone = checkTimezone(opts.timezone, 'options.timezone') ?? this.#defaults.timezone;
     const missedTicks = checkMissedTicks(opts.missedTicks, 'options.missedTicks') ?? this.#defaults.missedTicks;
     const missedTickTolerance = optDuration(opts.missedTickTolerance, 'options.missedTickTolerance', 0) ?? this.#defaults.missedTickTolerance;
+    const CronPattern = cronClass();
     let pattern: Cron;
     try {
       // Without a callback croner only parses and computes; holdfast keeps the timers.
-      pattern = new Cron(cron, { ...(timezone === undefined ? {} : { timezone }), paused: true });
+      pattern = new CronPattern(cron, { ...(timezone === undefined ? {} : { timezone }), paused: true });
     } catch (error) {
       throw new RangeError(`cron ${JSON.stringify(cron)} is not a valid cron expression: ${error instanceof Error ? error.message : String(error)}`, {
         cause: error,

@@ -8,6 +8,8 @@ import type { Stat } from 'node-zookeeper-client';
 import { type LockLostError, StaleTokenError } from '../errors.js';
 import type { ReleaseEvent } from '../internal/events.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions } from '../internal/validate.js';
+import type { ElectionOptions } from '../primitives/election.js';
+import { ZkElection } from './election.js';
 import { ZkLock } from './lock.js';
 import { ZkCore, encodeName, wrap } from './queue.js';
 import { ZkReadWriteLock } from './read-write-lock.js';
@@ -114,6 +116,14 @@ export class ZooKeeperHoldfast extends EventEmitter<ZooKeeperHoldfastEvents> {
   /** A handle on the semaphore `name` with `permits` permits (every client must pass the same number). */
   semaphore(name: string, permits: number): ZkSemaphore {
     return new ZkSemaphore(this.core, checkName(name), checkPermits(permits));
+  }
+
+  /**
+   * A handle on the leader election `name` (cheap; no ZooKeeper call): the interface of the Redis client's
+   * `election()`, on Curator's `LeaderLatch` recipe. `close()` resigns every leadership of this client.
+   */
+  election(name: string, options?: ElectionOptions): ZkElection {
+    return new ZkElection(this.core, checkName(name), options);
   }
 
   /**

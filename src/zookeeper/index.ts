@@ -1,5 +1,5 @@
 /**
- * holdfast/zookeeper: the Lock, ReadWriteLock and Semaphore of holdfast over Apache ZooKeeper, through the
+ * holdfast/zookeeper: the Lock, ReadWriteLock, Semaphore and leader Election of holdfast over Apache ZooKeeper, through the
  * `node-zookeeper-client` package (an optional peer dependency: install it to use this entry point).
  *
  * @packageDocumentation
@@ -10,6 +10,8 @@ export { ZkReadWriteLock, ZkRwSide, ZkReadLock, type ZkHeldByOptions, type ZkRea
 export { ownerFingerprint } from '../internal/fingerprint.js';
 export { ZkSemaphore, type ZkPermitOptions } from './semaphore.js';
 export { ZkHeldLock, type ZkHoldState } from './hold.js';
+export { ZkElection, ZkLeadership, type ZkCampaignOptions, type ZkRunOptions, type ZkLeaderScope } from './election.js';
+export type { ElectionOptions, ObserveOptions, LeaderInfo, ElectionChange, ElectionInfo, CandidateInfo } from '../primitives/election.js';
 export type { SessionLossReason } from './session.js';
 export type { ReleaseEvent, WaitUntilFreeOptions } from '../internal/events.js';
 export {

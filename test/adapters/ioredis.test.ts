@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Holdfast, ioredisTransport } from '../../src/index.js';
-import { RedisServer } from '../support/redis-server.js';
+import { freePort, RedisServer } from '../support/redis-server.js';
 
 interface Socketish {
   writableCorked: number;
@@ -97,6 +97,22 @@ void describe('ioredis adapter: writes', () => {
       assert.equal(free.filter(Boolean).length, 0, 'every name is free again');
     } finally {
       await hf.close();
+    }
+  });
+
+  void it('a call to a Redis that refuses connections fails with what the client saw: its state, address and error', async () => {
+    const port = await freePort();
+    const down = new Redis(port, { host: '127.0.0.1', lazyConnect: false });
+    down.on('error', () => {});
+    const hf = new Holdfast({ redis: down, commandTimeout: 400 });
+    try {
+      const error = await hf.lock('down').acquire().then(() => undefined, (e: unknown) => e);
+      assert.ok(error instanceof Error);
+      assert.match(error.message, new RegExp(`^script lock/acquire: no reply from Redis within 400 ms \\(ioredis (connecting|reconnecting) to 127\\.0\\.0\\.1:${port}: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\)$`));
+      assert.equal((error.cause as NodeJS.ErrnoException | undefined)?.code, 'ECONNREFUSED');
+    } finally {
+      await hf.close();
+      down.disconnect();
     }
   });
 });

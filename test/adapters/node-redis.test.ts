@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from 'redis';
 import { Holdfast, isHoldfastError, nodeRedisTransport, toTransport } from '../../src/index.js';
-import { RedisServer } from '../support/redis-server.js';
+import { freePort, RedisServer } from '../support/redis-server.js';
 import { sleep } from '../support/suite.js';
 
 const nodeRedis = (url: string) => createClient({ url, socket: { reconnectStrategy: (n: number) => Math.min(n * 50, 500) } });
@@ -105,6 +105,29 @@ void describe('node-redis adapter', () => {
       own.resume();
       await holdfast.close();
       await own.stop();
+    }
+  });
+
+  void it('a client never connected: the error says to call connect(); one reconnecting names its address', async () => {
+    const idle = nodeRedis(`redis://:secret@127.0.0.1:${await freePort()}`);
+    idle.on('error', () => {});
+    const holdfast = new Holdfast({ redis: idle, commandTimeout: 400 });
+    const never = await holdfast.lock('n').acquire().then(() => undefined, (e: unknown) => e);
+    assert.ok(isHoldfastError(never) && never.code === 'REDIS_CONNECTION', String(never));
+    assert.match(never.message, /the node-redis client is not open: call `await client\.connect\(\)`/);
+    await holdfast.close();
+
+    const own = await RedisServer.start();
+    const client = await connect(own.url);
+    const later = new Holdfast({ redis: client, commandTimeout: 400 });
+    try {
+      await own.stop();
+      await sleep(100);
+      const down = await later.lock('n').acquire().then(() => undefined, (e: unknown) => e);
+      assert.ok(down instanceof Error);
+      assert.match(down.message, new RegExp(`no reply from Redis within 400 ms \\(node-redis client not ready, reconnecting to redis://127\\.0\\.0\\.1:${own.port}\\)$`));
+    } finally {
+      await later.close();
     }
   });
 });

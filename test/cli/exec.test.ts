@@ -61,7 +61,7 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
   it('exits 75 when --wait runs out, 127 for a missing command, 64 for a bad command line', async () => {
     const held = await holdfast.lock('busy').acquire();
     try {
-      const r = await run(['exec', '--wait', '200', 'busy', '--', 'true'], env);
+      const r = await run(['exec', '--wait', '200ms', 'busy', '--', 'true'], env);
       assert.equal(r.code, 75);
       assert.match(r.stderr, /^holdfast: timed out after 200 ms waiting for lock "busy"\n$/);
     } finally {
@@ -88,7 +88,7 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
     }
   });
 
-  it('takes durations with units, -n for one attempt and -E for the conflict exit code (the flock conventions)', async () => {
+  it('takes durations with units (a bare --wait is seconds), -n for one attempt and -E for the conflict exit code (the flock conventions)', async () => {
     const held = await holdfast.lock('flock').acquire();
     try {
       const once = await run(['exec', '-n', 'flock', '--', 'true'], env);
@@ -99,6 +99,12 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
       assert.equal(waited.code, 3, waited.stderr);
       assert.equal(waited.stderr, 'holdfast: timed out after 300 ms waiting for lock "flock"\n');
       assert.ok(performance.now() - started >= 300);
+      // a bare number is seconds, as for flock -w
+      const bareStarted = performance.now();
+      const bare = await run(['exec', '-w', '0.5', 'flock', '--', 'true'], env);
+      assert.equal(bare.code, 75, bare.stderr);
+      assert.equal(bare.stderr, 'holdfast: timed out after 500 ms waiting for lock "flock"\n');
+      assert.ok(performance.now() - bareStarted >= 500);
       const zero = await run(['exec', '--no-wait', '--conflict-exit-code', '0', 'flock', '--', 'true'], env);
       assert.equal(zero.code, 0);
     } finally {
@@ -159,6 +165,27 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
       assert.match(r.stderr, /interrupted by SIGTERM/);
     } finally {
       await held.release();
+    }
+  });
+});
+
+describe('holdfast --help and unknown commands (built CLI)', () => {
+  const COMMANDS = ['exec', 'inspect', 'list', 'unlock', 'jobs', 'dashboard', 'demo'];
+
+  it('list every command, and each command has its own --help', async () => {
+    await ensureBuilt();
+    const top = await run(['--help'], {});
+    assert.equal(top.code, 0);
+    for (const command of COMMANDS) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    const unknown = await run(['nope'], {});
+    assert.equal(unknown.code, 64);
+    const listed = /^holdfast: unknown command "nope" \(commands: ([^)]*)\)/.exec(unknown.stderr);
+    assert.ok(listed, unknown.stderr);
+    assert.deepEqual(listed[1]!.split(', ').sort(), [...COMMANDS].sort());
+    for (const command of COMMANDS) {
+      const r = await run([command, '--help'], {});
+      assert.equal(r.code, 0, command);
+      assert.match(r.stdout, new RegExp(`^Usage: holdfast ${command}`), command);
     }
   });
 });

@@ -246,6 +246,28 @@ describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 
     }
   });
 
+  it('an election shows its leader (label, term) and candidates; unlock --force deposes the leader and the next candidate leads', async () => {
+    const other = new Holdfast({ redis, prefix: 'app:' });
+    try {
+      const leadership = await holdfast.election('ingest', { label: 'node-a' }).campaign({ lease: 20_000 });
+      const next = other.election('ingest', { label: 'node-b' }).campaign({ lease: 20_000, timeout: 30_000 });
+      await until(async () => (await inspectJson('ingest'))[0]?.waiters === 1);
+      const [view] = await inspectJson('ingest');
+      assert.deepEqual([view!.kind, view!.held, view!.token, view!.label], ['election', true, leadership.term, 'node-a']);
+      assert.deepEqual(view!.queue.map((c) => c.label), ['node-b']);
+      const text = await run(['inspect', '--prefix', 'app:', 'ingest'], env);
+      assert.match(text.stdout, /ingest\s+election\s/);
+      const forced = await run(['unlock', '--prefix', 'app:', '--force', 'ingest'], env);
+      assert.equal(forced.code, 0, forced.stderr);
+      const successor = await next;
+      assert.ok(successor.term > leadership.term, `${successor.term} > ${leadership.term}`);
+      await successor.resign();
+      await leadership.resign().catch(() => {});
+    } finally {
+      await other.close();
+    }
+  });
+
   it('list shows every kind held under the prefix', async () => {
     const lock = await holdfast.lock('k:lock').acquire();
     const fair = await holdfast.fairLock('k:fair').acquire();

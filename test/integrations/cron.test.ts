@@ -12,7 +12,7 @@ import { describeEachAdapter, sleep, type Opened } from '../support/suite.js';
 import { runOnce } from '../../src/integrations/cron.js';
 import { holdfastRunCoordinator } from '../../src/integrations/node-cron.js';
 import { RunOnce, RunOnceModule } from '../../src/integrations/nestjs.js';
-import type { JobRunInfo } from '../../src/index.js';
+import { isHoldfastError, type JobRunInfo } from '../../src/index.js';
 
 describeEachAdapter('holdfast/cron runOnce', (ctx) => {
   const made: Opened[] = [];
@@ -104,5 +104,37 @@ void describe('scheduler adapters reject bad arguments at once', () => {
     assert.equal(await b.shouldRun(fire(1), 5000), true);
     await b.onComplete(fire(1));
     await b.onComplete(fire(1)); // twice: nothing left to finish
+  });
+});
+
+void describe('scheduler adapters after holdfast.close()', () => {
+  let server: RedisServer;
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  void it('a CronJob that ticks after its holdfast client was closed reports ClientClosedError to onError instead of throwing into cron; node-cron skips the fire and reports it', async () => {
+    const made = await makeHoldfast(adapters[0]!, server.url);
+    const errors: [unknown, JobRunInfo][] = [];
+    const ran: number[] = [];
+    const onTick = runOnce(made.holdfast, 'closed-job', () => void ran.push(Date.now()), { onError: (e, info) => void errors.push([e, info]) });
+    const schedulerErrors: [unknown, JobRunInfo][] = [];
+    const scheduler = made.holdfast.scheduler({ onError: (e, info) => void schedulerErrors.push([e, info]) });
+    const coordinator = holdfastRunCoordinator(scheduler);
+    await made.dispose(); // holdfast.close() first, the jobs still scheduled
+    // what cron does on a tick: calls onTick and awaits it (a rejection there would surface in cron)
+    await onTick.call(undefined);
+    assert.equal(ran.length, 0);
+    assert.equal(errors.length, 1);
+    assert.ok(isHoldfastError(errors[0]![0]) && errors[0]![0].code === 'CLIENT_CLOSED', String(errors[0]![0]));
+    assert.equal(errors[0]![1].name, 'closed-job');
+    assert.equal(errors[0]![1].phase, 'claim');
+    assert.equal(await coordinator.shouldRun(`report:${new Date().toISOString()}`, 5000), false);
+    assert.equal(schedulerErrors.length, 1);
+    assert.ok(isHoldfastError(schedulerErrors[0]![0]) && schedulerErrors[0]![0].code === 'CLIENT_CLOSED', String(schedulerErrors[0]![0]));
+    assert.equal(schedulerErrors[0]![1].name, 'report');
   });
 });

@@ -25,6 +25,24 @@ describeEachAdapter(
       assert.match(warnings[0]!.message, /noeviction/);
     });
 
+    test('without a warning listener, many clients of one process give the process warning once for this server', async () => {
+      const given: string[] = [];
+      const onWarning = (w: Error & { code?: string }): void => void (w.code === 'HOLDFAST_EVICTION_POLICY' && given.push(w.message));
+      process.on('warning', onWarning);
+      try {
+        for (let i = 0; i < 3; i++) {
+          const { holdfast } = await ctx.open();
+          await (await holdfast.lock(`p${i}`).acquire()).release();
+          await sleep(200); // the check runs behind the acquisition
+        }
+        for (let i = 0; i < 50 && given.length === 0; i++) await sleep(10);
+        assert.equal(given.length, 1, given.join('\n'));
+        assert.match(given[0]!, /volatile-ttl/);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    });
+
     test("evictionPolicy: 'refuse' rejects every acquisition with EvictionPolicyError", async () => {
       const { holdfast } = await ctx.open({ evictionPolicy: 'refuse' });
       await assert.rejects(holdfast.lock('r').acquire(), (e: unknown) => e instanceof EvictionPolicyError && e.code === 'EVICTION_POLICY');

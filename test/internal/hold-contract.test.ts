@@ -17,7 +17,7 @@ import {
 import { FaultProxy } from '../support/fault-proxy.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
-/** Something held that the engine keeps: a lock, a read or write lock, a permit. */
+/** Something held that the engine keeps: a lock, a read or write lock, a permit, an election's leadership. */
 interface Holding {
   release(): Promise<void>;
   readonly signal: AbortSignal;
@@ -45,6 +45,7 @@ const kinds: Kind[] = [
   { kind: 'FairLock', take: (h, n) => h.fairLock(n).acquire(), left: pttlOf((h, n) => h.core.keys.fairLock(n)) },
   { kind: 'read lock', take: (h, n) => h.readWriteLock(n).readLock().acquire(), left: pttlOf((h, n) => h.core.keys.rwReaders(n)) },
   { kind: 'write lock', take: (h, n) => h.readWriteLock(n).writeLock().acquire(), left: pttlOf((h, n) => h.core.keys.rwWriter(n)) },
+  { kind: 'leadership', take: (h, n) => h.election(n).campaign(), left: pttlOf((h, n) => h.core.keys.election(n)) },
   {
     kind: 'permit',
     take: async (h, n) => {

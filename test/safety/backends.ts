@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
-import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type RedisTransport } from '../../src/index.js';
+import { Holdfast, Redlock, type HeldLock, type HeldRedlock, type HeldRedlockPermits, type Leadership, type RedisTransport } from '../../src/index.js';
 import type { LeasedHeld } from '../../src/internal/hold.js';
 import { driftOf } from '../../src/internal/lease.js';
 import { toTransport } from '../../src/holdfast.js';
@@ -210,6 +210,64 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
           })
         : undefined;
       return leasedHandle(held, held.token, offset, config.leaseMs, acquireSent, () => {
+        current = undefined;
+        watch = undefined;
+      });
+    },
+    async close() {
+      await holdfast.close().catch(() => {});
+      disconnect();
+    },
+  };
+}
+
+/**
+ * holdfast's leader `Election`: a grant is a leadership (campaign → resign), its token the term, its lease the one the
+ * watchdog keeps (`leaseMs`, renewed every `watchdogIntervalMs`). What it sends is observed, never changed: the send
+ * of the last campaign script for the election, and its renewals.
+ */
+export async function electionBackend(config: BackendConfig, hooks: BackendHooks): Promise<LockBackend> {
+  const url = config.urls[0];
+  if (!url) throw new Error('election backend needs one URL');
+  const { redis, disconnect } = await connectClient(config.adapter, url);
+  const offset = perfOffset();
+  const leaderKey = new Keys(config.prefix).election(config.lock);
+  const campaignSha = scripts['election/campaign'].sha;
+  const renewSha = scripts['election/renew'].sha;
+  const inner = toTransport(redis);
+  let campaignSent = 0;
+  let current: Leadership | undefined;
+  let watch: RenewalWatch | undefined;
+  const observed: RedisTransport = {
+    kind: inner.kind,
+    ...(inner.epoch ? { epoch: () => inner.epoch?.() ?? 0 } : {}),
+    eval: (s, k, a) => inner.eval(s, k, a),
+    command: (a, k) => inner.command(a, k),
+    createSubscriber: (f, s) => inner.createSubscriber(f, s),
+    evalsha: (sha, keys, args) => {
+      const sent = refNow();
+      const reply = inner.evalsha(sha, keys, args);
+      if (keys[0] === leaderKey && sha === campaignSha) campaignSent = sent;
+      if (keys[0] === leaderKey && sha === renewSha) watch?.sent(reply);
+      return reply;
+    },
+  };
+  const holdfast = new Holdfast({
+    redis: observed,
+    prefix: config.prefix,
+    commandTimeout: config.commandTimeoutMs,
+    watchdogLease: config.leaseMs,
+    watchdogInterval: config.watchdogIntervalMs,
+  });
+  const election = holdfast.election(config.lock, { label: `worker-${process.pid}` });
+  return {
+    async acquire({ timeoutMs, signal }) {
+      const held = await election.campaign({ timeout: timeoutMs, signal, lease: config.leaseMs });
+      current = held;
+      watch = new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+        if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
+      });
+      return leasedHandle(held, held.term, offset, config.leaseMs, campaignSent, () => {
         current = undefined;
         watch = undefined;
       });

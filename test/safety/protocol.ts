@@ -27,9 +27,10 @@ export interface WorkerConfig {
   /**
    * `holdfast-fair`: the FairLock (waiterTimeout 2 s) instead of the Lock. `redlock-semaphore`: one permit per grant of
    * a Redlock semaphore of `permits` permits. `holdfast-cluster`: holdfast over a Redis Cluster client (`urls` are its
-   * root nodes) on the names and kinds of `names`.
+   * root nodes) on the names and kinds of `names`. `holdfast-election`: a grant is a leadership of the leader election
+   * `lock` (its token the term), released by resigning.
    */
-  backend: 'holdfast' | 'holdfast-fair' | 'majority' | 'redlock' | 'redlock-semaphore' | 'holdfast-cluster';
+  backend: 'holdfast' | 'holdfast-fair' | 'holdfast-election' | 'majority' | 'redlock' | 'redlock-semaphore' | 'holdfast-cluster';
   /** Required by `holdfast-cluster`: the names and kinds it acquires (the history's lock is then `<kind>:<name>`). */
   names?: NamesConfig;
   /**

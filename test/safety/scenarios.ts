@@ -349,6 +349,44 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'election-faults',
+    title: 'Election: the leader is paused (SIGSTOP 1.6 s > 1 s lease), killed (-9, a replacement starts) or cut off (black hole 1.5 s), at random',
+    backend: 'holdfast-election',
+    workers: 5,
+    worker: { workMs: 20, usesPerGrant: 20, useBudgetMs: 150 },
+    durationMs: 20_000,
+    quickMs: 6_000,
+    // a candidate looks again when the leader's lease runs out (an expiry publishes nothing), then leads
+    livenessBoundMs: 2500,
+    recoveryBoundMs: 2500,
+    async nemesis(ctx) {
+      await every(ctx, 1000, 1500, async () => {
+        const h = await ctx.holder(1000);
+        if (!h) return;
+        await ctx.sleep(ctx.random() * 60); // land anywhere in the term, often mid-use
+        const fault = ctx.random();
+        if (fault < 0.4) {
+          await pauseWorker(ctx, h, 1600);
+        } else if (fault < 0.7) {
+          const from = ctx.now();
+          await h.process.kill();
+          ctx.record({ kind: 'kill-client', target: h.id, from, to: ctx.now() });
+          await ctx.spawn();
+        } else {
+          const proxy = h.proxies[0];
+          if (!proxy) return;
+          const from = ctx.now();
+          proxy.blackhole('up');
+          proxy.blackhole('down');
+          await new Promise((r) => setTimeout(r, 1500));
+          proxy.heal();
+          proxy.cut(); // half-dead connections: let the client reconnect
+          ctx.record({ kind: 'blackhole', target: h.id, from, to: ctx.now() });
+        }
+      });
+    },
+  },
+  {
     name: 'majority-node-loss',
     title: '3-node majority lock: one node (minority) or two (majority) killed, restarted empty only after more than a lease',
     backend: 'majority',

@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { isHoldfastError } from '../../src/index.js';
-import { clusterBackend, holdfastBackend, majorityBackend, redlockBackend, type AcquireTarget, type HeldHandle, type LockBackend } from './backends.js';
+import { clusterBackend, electionBackend, holdfastBackend, majorityBackend, redlockBackend, type AcquireTarget, type HeldHandle, type LockBackend } from './backends.js';
 import { refNow } from './clock.js';
 import { HistoryWriter } from './history.js';
 import { Oracle } from './oracle.js';
@@ -68,9 +68,11 @@ async function main(): Promise<void> {
       ? await majorityBackend(backendConfig)
       : config.backend === 'holdfast-cluster'
         ? await clusterBackend(backendConfig)
-        : config.backend === 'redlock' || config.backend === 'redlock-semaphore'
-          ? await redlockBackend(backendConfig, hooks, config.backend === 'redlock-semaphore' ? (config.permits ?? 1) : undefined)
-          : await holdfastBackend(backendConfig, hooks, config.backend === 'holdfast-fair');
+        : config.backend === 'holdfast-election'
+          ? await electionBackend(backendConfig, hooks)
+          : config.backend === 'redlock' || config.backend === 'redlock-semaphore'
+            ? await redlockBackend(backendConfig, hooks, config.backend === 'redlock-semaphore' ? (config.permits ?? 1) : undefined)
+            : await holdfastBackend(backendConfig, hooks, config.backend === 'holdfast-fair');
 
   // Many names: a window of the list that moves with the shared clock (see NamesConfig).
   const names = config.names;
