@@ -17,7 +17,7 @@ import { AcquireTimeoutError, LockNotHeldError, ReplicationNotReachedError } fro
 import { heldTitle } from '../kinds.js';
 import type { ReleaseMode } from '../lua/codes.js';
 import { mayHaveRun } from '../script.js';
-import { acquireParams, type AcquireParams, type BaseAcquireOptions } from './acquire.js';
+import { AcquireParams, type BaseAcquireOptions } from './acquire.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from './events.js';
 import type { Held } from './held.js';
 import { HoldTable, markerOnDemand, type Hold, type HoldOps, type LeasedHeld } from './hold.js';
@@ -77,7 +77,7 @@ export interface FreeSpec {
 }
 
 /** One acquisition as the template runs it: its checked settings, and how to turn a grant into the held object. */
-export interface Acquiring<H extends LeasedHeld> extends AcquireParams<BaseAcquireOptions> {
+export interface Acquiring<H extends LeasedHeld> extends AcquireParams {
   /** False for a fixed lease (or none): the watchdog renews only when true. A spec's `start` may change it, with `leaseMs`. */
   watchdog: boolean;
   /**
@@ -150,12 +150,11 @@ export class Template<H extends LeasedHeld> implements HoldOps {
   async #acquire<R>(options: unknown, required: boolean, trace: AcquireContext | undefined, start: ((a: Acquiring<H>) => Acquisition<R>) | undefined): Promise<R | null> {
     const core = this.core;
     const spec = this.spec;
-    const p = acquireParams<BaseAcquireOptions & { replicaSync?: ReplicaSync | false }>(core, options, spec.acquireKeys, required, spec.contextKey);
-    const given = p.options.replicaSync;
+    const a = new Run<H>(this, options, required);
+    const given = (a.options as { replicaSync?: unknown }).replicaSync;
     const sync = given === undefined ? core.settings.replicaSync : checkReplicaSync(given, 'options.replicaSync');
-    const a = new Run<H>(p, this);
     const acq = start ? start(a) : (spec.start(a) as unknown as Acquisition<R>);
-    if (p.ready) await p.ready;
+    if (a.ready) await a.ready;
     const { owner, fresh, timeout, signal } = a;
     // A re-entry waits for a hand-off claim still on its way, so that Redis counts the holds in the order made here.
     const claim = fresh ? undefined : this.table.claimOf(owner);
@@ -288,28 +287,14 @@ export class Template<H extends LeasedHeld> implements HoldOps {
 const ADOPT_KEYS = ['lease'] as const;
 
 /** One acquisition's settings ({@link Acquiring}): one object per acquisition, its `grant` a method, not a closure. */
-class Run<H extends LeasedHeld> implements Acquiring<H> {
-  readonly options: Partial<BaseAcquireOptions>;
-  readonly timeout: number | undefined;
-  readonly fixedLease: number | undefined;
-  leaseMs: number;
+class Run<H extends LeasedHeld> extends AcquireParams implements Acquiring<H> {
   watchdog: boolean;
-  readonly signal: AbortSignal | undefined;
-  readonly owner: string;
-  readonly fresh: boolean;
-  readonly ready: Promise<void> | undefined;
   readonly #template: Template<H>;
 
-  constructor(p: AcquireParams<BaseAcquireOptions>, template: Template<H>) {
-    this.options = p.options;
-    this.timeout = p.timeout;
-    this.fixedLease = p.fixedLease;
-    this.leaseMs = p.leaseMs;
-    this.watchdog = p.fixedLease === undefined;
-    this.signal = p.signal;
-    this.owner = p.owner;
-    this.fresh = p.fresh;
-    this.ready = p.ready;
+  constructor(template: Template<H>, options: unknown, required: boolean) {
+    const spec = template.spec;
+    super(template.core, options, spec.acquireKeys, required, spec.contextKey);
+    this.watchdog = this.fixedLease === undefined;
     this.#template = template;
   }
 
