@@ -5,6 +5,7 @@ import { GlideClient, Logger, ProtocolVersion } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Holdfast, type HoldfastOptions } from '../../src/index.js';
+import { memoryRedis, memoryStore, type MemoryRedis, type MemoryStore } from '../../src/memory/index.js';
 
 // GLIDE's core logs every error reply (a NOSCRIPT, a refused acquisition…) as a warning on stdout
 Logger.setLoggerConfig('error');
@@ -27,7 +28,12 @@ export function glideAddress(url: string): { host: string; port: number } {
 }
 
 export interface AdapterCase {
-  name: 'ioredis' | 'node-redis' | 'glide';
+  name: 'ioredis' | 'node-redis' | 'glide' | 'memory';
+  /**
+   * The in-process backend (holdfast/memory): no redis-server, no second process, no network. A test that needs one
+   * of those says so by name (`ctx.requireServer(t, why)` in the suites), and is reported as skipped with that reason.
+   */
+  readonly inProcess?: boolean;
   /** A connected client of this kind. */
   connect(url: string): Promise<unknown>;
   /** Closes a client made by `connect`. */
@@ -78,7 +84,40 @@ const all: AdapterCase[] = [
       (client as GlideClient).close();
     },
   },
+  {
+    name: 'memory',
+    inProcess: true,
+    async connect(url) {
+      return memoryRedis({ store: memoryStoreAt(url) });
+    },
+    async disconnect(client) {
+      await (client as MemoryRedis).close();
+    },
+  },
 ];
+
+/** The memory adapter's stores, by the `memory://` URL a suite gave each (see {@link openMemoryStore}). */
+const memoryStores = new Map<string, MemoryStore>();
+
+/** A new in-process store, reachable by the memory adapter's `connect(url)` under the returned URL until closed. */
+export function openMemoryStore(): { url: string; close: () => void } {
+  const url = `memory://${Math.random().toString(36).slice(2, 10)}`;
+  const store = memoryStore();
+  memoryStores.set(url, store);
+  return {
+    url,
+    close: () => {
+      memoryStores.delete(url);
+      store.close();
+    },
+  };
+}
+
+function memoryStoreAt(url: string): MemoryStore {
+  const store = memoryStores.get(url);
+  if (!store) throw new Error(`no in-process store at ${url} (the memory adapter reaches only stores opened by openMemoryStore())`);
+  return store;
+}
 
 /**
  * The adapters the suites run with: every one, or those named in `HOLDFAST_ADAPTERS` (comma-separated, e.g.
