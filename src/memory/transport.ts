@@ -17,6 +17,14 @@ export interface MemoryRedisOptions extends MemoryStoreOptions {
    * @default a new store of its own, closed by `close()`
    */
   store?: MemoryStore;
+  /**
+   * Keep the process alive while this connection is open, as an open socket does (close it with `close()`). Without
+   * it the connection keeps the process alive only while holdfast waits on it (an open subscription: a waiter, a
+   * release listener) or a `WAIT` runs, so a program exits once its work is done, even one that forgot `close()`; but
+   * a program whose only pending work is a lease running out (awaiting a loss signal) exits before it fires.
+   * @default false
+   */
+  keepAlive?: boolean;
 }
 
 /** A connection to a {@link MemoryStore}: pass it where holdfast takes a Redis client. */
@@ -76,6 +84,9 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
   const subscribers = new Set<RedisSubscriber>();
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
+  // start loading the Lua VM now (fengari, once per process; a fresh VM per store), so the first script call finds it ready
+  if (!store.vm) void ensureVm(store).catch(() => {});
+  let alive = options.keepAlive === true ? setInterval(() => {}, 1 << 30) : undefined;
 
   const check = (): void => {
     if (closed || store.closed) throw closedError();
@@ -104,7 +115,8 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
       if (name === 'script') return toClient(scriptCommand(store, args.slice(1)));
       if (name === 'eval' || name === 'evalsha') return toClient(evalCommand(store, args));
       if (name === 'wait') {
-        // a lone server: no replica acknowledges, so WAIT waits its whole timeout (0: forever) and answers 0
+        // a lone server: no replica acknowledges, so WAIT waits its whole timeout (0: forever) and answers 0; like a
+        // command in flight on a socket, the wait keeps the process alive
         const reply = runCommand(store, args);
         const wanted = Number(args[1]);
         const timeout = Number(args[2]);
@@ -115,7 +127,6 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
             timers.delete(t);
             resolve();
           }, timeout);
-          t.unref();
           timers.add(t);
         });
         return toClient(reply);
@@ -126,6 +137,15 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
       check();
       const channels = new Set<string>();
       let open = true;
+      // a subscription keeps the process alive, as a subscribed socket does: a waiter's wake-up may come from it
+      let keepAlive: NodeJS.Timeout | undefined;
+      const hold = (): void => {
+        if (channels.size > 0 && open) keepAlive ??= setInterval(() => {}, 1 << 30);
+        else if (keepAlive) {
+          clearInterval(keepAlive);
+          keepAlive = undefined;
+        }
+      };
       const listener: ChannelListener = {
         deliver(channel, message) {
           if (open && channels.has(channel)) onMessage(channel, message);
@@ -136,16 +156,19 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
           if (!open) throw closedError();
           channels.add(channel);
           store.listen(channel, sharded, listener);
+          hold();
         },
         async unsubscribe(channel) {
           channels.delete(channel);
           store.unlisten(channel, sharded, listener);
+          hold();
         },
         async close() {
           if (!open) return;
           open = false;
           for (const c of channels) store.unlisten(c, sharded, listener);
           channels.clear();
+          hold();
           subscribers.delete(sub);
         },
       };
@@ -155,6 +178,8 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
     async close() {
       if (closed) return;
       closed = true;
+      if (alive) clearInterval(alive);
+      alive = undefined;
       for (const t of timers) clearTimeout(t);
       timers.clear();
       await Promise.all([...subscribers].map((s) => s.close()));

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import 'reflect-metadata';
 import { CronJob } from 'cron';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep, type Opened } from '../support/suite.js';
 import { runOnce } from '../../src/integrations/cron.js';
@@ -63,7 +63,7 @@ void describe('scheduler adapters reject bad arguments at once', () => {
   let made: Awaited<ReturnType<typeof makeHoldfast>>;
   before(async () => {
     server = await RedisServer.start();
-    made = await makeHoldfast(adapters[0]!, server.url);
+    made = await makeHoldfast(serverAdapter, server.url);
   });
   after(async () => {
     await made.dispose();

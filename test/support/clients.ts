@@ -88,7 +88,8 @@ const all: AdapterCase[] = [
     name: 'memory',
     inProcess: true,
     async connect(url) {
-      return memoryRedis({ store: memoryStoreAt(url) });
+      // alive while open, like the sockets of the other adapters (the fixture closes it)
+      return memoryRedis({ store: memoryStoreAt(url), keepAlive: true });
     },
     async disconnect(client) {
       await (client as MemoryRedis).close();
@@ -130,6 +131,12 @@ export const adapters: AdapterCase[] = ((): AdapterCase[] => {
   if (unknown.length > 0) throw new Error(`HOLDFAST_ADAPTERS: unknown adapter ${unknown.join(', ')} (known: ${all.map((a) => a.name).join(', ')})`);
   return all.filter((a) => wanted.includes(a.name));
 })();
+
+/**
+ * The adapter of the tests that are not per adapter and need a redis-server (across processes, a server of their
+ * own): the first selected one that reaches a server, else ioredis (when only the in-process adapter is selected).
+ */
+export const serverAdapter: AdapterCase = adapters.find((a) => !a.inProcess) ?? all[0]!;
 
 /** Every adapter, whatever `HOLDFAST_ADAPTERS` says (for fixtures that look one up by name). */
 export const allAdapters: readonly AdapterCase[] = all;

@@ -52,6 +52,11 @@ export interface SuiteOptions {
   servers?: number;
   /** Options of the suite's default `holdfast` client. */
   holdfast?: Omit<HoldfastOptions, 'redis'>;
+  /**
+   * Why the whole suite needs a redis-server (its hooks drive one: a fault proxy, a replica, a direct client). On the
+   * in-process adapter the suite is reported as skipped with this reason instead of run.
+   */
+  requiresServer?: string;
   /** The `describe`'s `concurrency` (node:test), e.g. `true` to run the suite's tests at the same time. */
   concurrency?: boolean | number;
 }
@@ -62,6 +67,10 @@ export interface SuiteOptions {
  */
 export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => void, options: SuiteOptions = {}): void {
   for (const adapter of adapters) {
+    if (adapter.inProcess && options.requiresServer !== undefined) {
+      void describe(`${title} (${adapter.name})`, { skip: `not in one process: ${options.requiresServer}` }, () => {});
+      continue;
+    }
     void describe(`${title} (${adapter.name})`, options.concurrency === undefined ? {} : { concurrency: options.concurrency }, () => {
       let servers: RedisServer[] = [];
       let urls: string[] = [];
