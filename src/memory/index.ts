@@ -8,3 +8,4 @@
  */
 export { memoryRedis, memoryStore, type MemoryRedis, type MemoryRedisOptions } from './transport.js';
 export { MemoryStore, MemoryReplyError, type MemoryStoreOptions } from './keyspace.js';
+export { serveMemoryStore, type MemoryServer, type ServeOptions } from './resp.js';
