@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { MemoryReplyError, type MemoryStore, type ZSet } from './keyspace.js';
+import { MemoryReplyError, type Keyspace, type ZSet } from './keyspace.js';
 
 /** A status reply (`+OK`): a string to a client, `{ok = 'OK'}` to a script. */
 export class Status {
@@ -110,7 +110,7 @@ function zWithScores(z: ZSet, members: readonly string[], withScores: boolean): 
 }
 
 /** ZRANGEBYSCORE / ZREVRANGEBYSCORE after the key and the two bounds: `WITHSCORES`, `LIMIT offset count`. */
-function byScore(store: MemoryStore, args: readonly string[], reverse: boolean): Reply {
+function byScore(store: Keyspace, args: readonly string[], reverse: boolean): Reply {
   arity(reverse ? 'zrevrangebyscore' : 'zrangebyscore', args, 3);
   const [key, a, b] = args as [string, string, string];
   const min = bound(reverse ? b : a);
@@ -138,10 +138,10 @@ function byScore(store: MemoryStore, args: readonly string[], reverse: boolean):
   return zWithScores(z, members, withScores);
 }
 
-type Command = (store: MemoryStore, args: readonly string[]) => Reply;
+type Command = (store: Keyspace, args: readonly string[]) => Reply;
 
 /** `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT|PXAT|KEEPTTL]`. */
-function set(store: MemoryStore, args: readonly string[]): Reply {
+function set(store: Keyspace, args: readonly string[]): Reply {
   arity('set', args, 2);
   const [key, value] = args as [string, string];
   let nx = false;
@@ -172,7 +172,7 @@ function set(store: MemoryStore, args: readonly string[]): Reply {
   return get ? (old ?? null) : OK;
 }
 
-function incrBy(store: MemoryStore, key: string, by: number): Reply {
+function incrBy(store: Keyspace, key: string, by: number): Reply {
   const v = store.getTyped(key, 'string');
   const n = v === undefined ? 0 : int(v.value);
   const next = n + by;
@@ -181,7 +181,7 @@ function incrBy(store: MemoryStore, key: string, by: number): Reply {
   return next;
 }
 
-function pexpire(store: MemoryStore, args: readonly string[], unit: number, name: string): Reply {
+function pexpire(store: Keyspace, args: readonly string[], unit: number, name: string): Reply {
   arity(name, args, 2);
   const [key, ms] = args as [string, string];
   const n = int(ms);
@@ -200,7 +200,7 @@ function pexpire(store: MemoryStore, args: readonly string[], unit: number, name
   return 1;
 }
 
-function pttl(store: MemoryStore, key: string): number {
+function pttl(store: Keyspace, key: string): number {
   if (store.get(key) === undefined) return -2;
   const at = store.expiryOf(key);
   return at === undefined ? -1 : Math.max(0, at - store.now());
@@ -213,13 +213,11 @@ function hashPairs(name: string, args: readonly string[]): void {
 /** The command table, by lower-case name. Scripts and clients reach the same functions. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   ping: (_s, args) => (args.length > 0 ? args[0]! : new Status('PONG')),
-  echo: (_s, args) => (arity('echo', args, 1, true), args[0]!),
   time: (store) => {
     const now = store.now();
     const ms = Math.floor(now);
     return [String(Math.floor(ms / 1000)), String((ms % 1000) * 1000 + Math.floor((now - ms) * 1000))];
   },
-  dbsize: (store) => store.keys().length,
   flushdb: (store) => (store.flush(), OK),
   flushall: (store) => (store.flush(), OK),
 
@@ -235,28 +233,15 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     for (const k of args) if (store.delete(k)) n++;
     return n;
   },
-  unlink: (store, args) => COMMANDS.del!(store, args),
   exists: (store, args) => {
     arity('exists', args, 1);
     let n = 0;
     for (const k of args) if (store.get(k) !== undefined) n++;
     return n;
   },
-  type: (store, args) => (arity('type', args, 1, true), new Status(store.get(args[0]!)?.type ?? 'none')),
   pexpire: (store, args) => pexpire(store, args, 1, 'pexpire'),
-  expire: (store, args) => pexpire(store, args, 1000, 'expire'),
   pttl: (store, args) => (arity('pttl', args, 1, true), pttl(store, args[0]!)),
-  ttl: (store, args) => {
-    arity('ttl', args, 1, true);
-    const ms = pttl(store, args[0]!);
-    return ms < 0 ? ms : Math.round(ms / 1000);
-  },
   persist: (store, args) => (arity('persist', args, 1, true), store.get(args[0]!) !== undefined && store.persist(args[0]!) ? 1 : 0),
-  keys: (store, args) => {
-    arity('keys', args, 1, true);
-    const re = globToRegExp(args[0]!);
-    return store.keys().filter((k) => re.test(k));
-  },
   scan: (store, args) => {
     arity('scan', args, 1);
     int(args[0]!);
@@ -284,10 +269,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     for (const [f, v] of store.getTyped(args[0]!, 'hash')?.value ?? []) out.push(f, v);
     return out;
   },
-  hkeys: (store, args) => (arity('hkeys', args, 1, true), [...(store.getTyped(args[0]!, 'hash')?.value.keys() ?? [])]),
   hvals: (store, args) => (arity('hvals', args, 1, true), [...(store.getTyped(args[0]!, 'hash')?.value.values() ?? [])]),
-  hlen: (store, args) => (arity('hlen', args, 1, true), store.getTyped(args[0]!, 'hash')?.value.size ?? 0),
-  hexists: (store, args) => (arity('hexists', args, 2, true), store.getTyped(args[0]!, 'hash')?.value.has(args[1]!) ? 1 : 0),
   hset: (store, args) => {
     hashPairs('hset', args);
     const h = store.getOrCreate(args[0]!, 'hash').value;
@@ -298,7 +280,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     }
     return added;
   },
-  hmset: (store, args) => (COMMANDS.hset!(store, args), OK),
   hsetnx: (store, args) => {
     arity('hsetnx', args, 3, true);
     const h = store.getOrCreate(args[0]!, 'hash').value;
@@ -333,12 +314,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     l.push(...args.slice(1));
     return l.length;
   },
-  lpush: (store, args) => {
-    arity('lpush', args, 2);
-    const l = store.getOrCreate(args[0]!, 'list').value;
-    for (const v of args.slice(1)) l.unshift(v);
-    return l.length;
-  },
   lpop: (store, args) => {
     arity('lpop', args, 1);
     const l = store.getTyped(args[0]!, 'list')?.value;
@@ -351,14 +326,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     }
     if (!l) return null;
     const v = l.shift() ?? null;
-    store.dropIfEmpty(args[0]!);
-    return v;
-  },
-  rpop: (store, args) => {
-    arity('rpop', args, 1, true);
-    const l = store.getTyped(args[0]!, 'list')?.value;
-    if (!l) return null;
-    const v = l.pop() ?? null;
     store.dropIfEmpty(args[0]!);
     return v;
   },
@@ -519,7 +486,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
 };
 
 /** Runs one command. Unknown commands and bad arguments raise {@link MemoryReplyError}s with Redis' messages. */
-export function runCommand(store: MemoryStore, args: readonly string[]): Reply {
+export function runCommand(store: Keyspace, args: readonly string[]): Reply {
   if (args.length === 0) throw err('ERR empty command');
   const name = args[0]!.toLowerCase();
   const fn = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;

@@ -7,5 +7,5 @@
  * @packageDocumentation
  */
 export { memoryRedis, memoryStore, type MemoryRedis, type MemoryRedisOptions } from './transport.js';
-export { MemoryStore, MemoryReplyError, type MemoryStoreOptions } from './keyspace.js';
+export { MemoryReplyError, type MemoryStore, type MemoryStoreOptions } from './keyspace.js';
 export { serveMemoryStore, type MemoryServer, type ServeOptions } from './resp.js';

@@ -75,10 +75,26 @@ export interface MemoryStoreOptions {
 const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
 
 /**
- * One in-process "Redis server": the keyspace, its expiry, the pub/sub channels and the cache of loaded scripts. Pass
- * one store to several `memoryRedis({ store })` to play several service instances against one "server".
+ * One in-process "Redis server" (made by `memoryStore()`): the keyspace, its expiry, its pub/sub channels and its
+ * loaded scripts. Pass one store to several `memoryRedis({ store })` to play several service instances against one
+ * "server".
  */
-export class MemoryStore {
+export interface MemoryStore {
+  /** The store's time in ms: its clock, plus what {@link MemoryStore.advance} added. */
+  now(): number;
+  /**
+   * Moves the store's time forward by `ms`: leases and every other key expire as if that time had passed (holdfast's
+   * own timers, its watchdog's included, still run in real time). For tests.
+   */
+  advance(ms: number): void;
+  /** Empties the store and stops its timer. Idempotent. Connections to it fail from then on. */
+  close(): void;
+  /** True once closed. */
+  readonly closed: boolean;
+}
+
+/** The implementation of {@link MemoryStore}, for the backend's own modules. */
+export class Keyspace implements MemoryStore {
   readonly #data = new Map<string, Value>();
   readonly #expires = new Map<string, number>();
   readonly #channels = new Map<string, Set<ChannelListener>>();

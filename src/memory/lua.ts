@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { runCommand, Status, type Reply } from './commands.js';
-import { MemoryReplyError, type MemoryStore } from './keyspace.js';
+import { MemoryReplyError, type Keyspace } from './keyspace.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- fengari ships no types: its C-like API is used as `any` here only */
 type LuaState = unknown;
@@ -93,14 +93,14 @@ function loadFengari(): Promise<Fengari> {
 }
 
 /** Prepares the store's VM (loads fengari on first use). Script calls wait for it; it resolves at once afterwards. */
-export async function ensureVm(store: MemoryStore): Promise<void> {
+export async function ensureVm(store: Keyspace): Promise<void> {
   if (store.vm) return;
   const f = await loadFengari();
   if (store.vm || store.closed) return;
   store.vm = createVm(f, store);
 }
 
-function createVm(f: Fengari, store: MemoryStore): Vm {
+function createVm(f: Fengari, store: Keyspace): Vm {
   const { lua, lauxlib, lualib, to_luastring } = f;
   const L = lauxlib.luaL_newstate();
   lualib.luaL_openlibs(L);
@@ -162,7 +162,7 @@ function pushError(vm: Vm, L: LuaState, message: string): void {
 const NOT_IN_SCRIPTS = new Set(['eval', 'evalsha', 'script', 'wait', 'waitaof', 'subscribe', 'ssubscribe', 'multi', 'exec']);
 
 /** `redis.call` (raises the error reply) and `redis.pcall` (returns it as `{err=...}`). */
-function redisCall(vm: Vm, store: MemoryStore, L: LuaState, raise: boolean): number {
+function redisCall(vm: Vm, store: Keyspace, L: LuaState, raise: boolean): number {
   const { lua } = vm.f;
   let message: string;
   try {
@@ -227,7 +227,7 @@ export function sha1(source: string): string {
 }
 
 /** Compiles `source` (once per SHA1) into the store's script cache; a syntax error is an `ERR Error compiling script` reply. */
-export function loadScript(store: MemoryStore, source: string): string {
+export function loadScript(store: Keyspace, source: string): string {
   const vm = store.vm as Vm;
   const sha = sha1(source);
   if (store.scripts.has(sha)) return sha;
@@ -255,7 +255,7 @@ function setArray(vm: Vm, name: string, values: readonly (string | number)[]): v
 }
 
 /** Runs a loaded script synchronously; `NOSCRIPT` when `sha` is not loaded. The VM must be ready ({@link ensureVm}). */
-export function runScript(store: MemoryStore, sha: string, keys: readonly string[], args: readonly (string | number)[]): Reply {
+export function runScript(store: Keyspace, sha: string, keys: readonly string[], args: readonly (string | number)[]): Reply {
   const ref = store.scripts.get(sha.toLowerCase()) as number | undefined;
   if (ref === undefined) throw new MemoryReplyError('NOSCRIPT No matching script. Please use EVAL.');
   const vm = store.vm as Vm;

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { runCommand, Status, type Reply } from './commands.js';
-import { MemoryReplyError, type ChannelListener, type MemoryStore } from './keyspace.js';
+import { Keyspace, MemoryReplyError, type ChannelListener, type MemoryStore } from './keyspace.js';
 import { ensureVm } from './lua.js';
 import { evalCommand, scriptCommand } from './transport.js';
 
@@ -93,7 +93,9 @@ class Parser {
  * Serves `store` over RESP on 127.0.0.1 (see the module notes): for processes of this machine that need the same
  * store, e.g. worker processes of a demo. Nothing is kept alive by it once `close()` ran.
  */
-export async function serveMemoryStore(store: MemoryStore, options: ServeOptions = {}): Promise<MemoryServer> {
+export async function serveMemoryStore(memory: MemoryStore, options: ServeOptions = {}): Promise<MemoryServer> {
+  if (!(memory instanceof Keyspace)) throw new TypeError('serveMemoryStore(store): store must be a store made by memoryStore()');
+  const store: Keyspace = memory;
   await ensureVm(store);
   const sockets = new Set<Socket>();
   const server: Server = createServer((socket) => {

@@ -5,7 +5,7 @@
  */
 import type { RedisSubscriber, RedisTransport, ScriptArgs } from '../client.js';
 import { runCommand, Status, type Reply } from './commands.js';
-import { MemoryReplyError, MemoryStore, type ChannelListener, type MemoryStoreOptions } from './keyspace.js';
+import { Keyspace, MemoryReplyError, type ChannelListener, type MemoryStore, type MemoryStoreOptions } from './keyspace.js';
 import { ensureVm, loadScript, runScript } from './lua.js';
 
 /** Options of {@link memoryRedis}. */
@@ -60,7 +60,7 @@ function closedError(): Error {
  * ```
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  return new MemoryStore(options);
+  return new Keyspace(options);
 }
 
 /**
@@ -76,11 +76,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
  */
 export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
   if (typeof options !== 'object' || options === null) throw new TypeError('memoryRedis(options): options must be an object');
-  if (options.store !== undefined && !(options.store instanceof MemoryStore)) {
+  if (options.store !== undefined && !(options.store instanceof Keyspace)) {
     throw new TypeError('options.store must be a store made by memoryStore()');
   }
   const owned = options.store === undefined;
-  const store = options.store ?? new MemoryStore(options);
+  const store = options.store ?? new Keyspace(options);
   const subscribers = new Set<RedisSubscriber>();
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
@@ -190,7 +190,7 @@ export function memoryRedis(options: MemoryRedisOptions = {}): MemoryRedis {
 }
 
 /** `SCRIPT LOAD | EXISTS | FLUSH`. */
-export function scriptCommand(store: MemoryStore, args: readonly string[]): Reply {
+export function scriptCommand(store: Keyspace, args: readonly string[]): Reply {
   const sub = args[0]?.toLowerCase();
   if (sub === 'load' && args.length === 2) return loadScript(store, args[1]!);
   if (sub === 'exists') return args.slice(1).map((sha) => (store.scripts.has(sha.toLowerCase()) ? 1 : 0));
@@ -202,7 +202,7 @@ export function scriptCommand(store: MemoryStore, args: readonly string[]): Repl
 }
 
 /** `EVAL script numkeys ...` / `EVALSHA sha numkeys ...` sent as a plain command. */
-export function evalCommand(store: MemoryStore, args: readonly string[]): Reply {
+export function evalCommand(store: Keyspace, args: readonly string[]): Reply {
   const numKeys = Number(args[2]);
   if (args.length < 3 || !Number.isInteger(numKeys)) throw new MemoryReplyError(`ERR wrong number of arguments for '${args[0]}' command`);
   if (numKeys < 0 || numKeys > args.length - 3) throw new MemoryReplyError("ERR Number of keys can't be greater than number of args");
