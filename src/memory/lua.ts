@@ -9,8 +9,10 @@
  * - Lua 5.1's numbers: Redis runs Lua 5.1, whose numbers are all doubles, where fengari runs Lua 5.3 with 32-bit
  *   integers. Every number that enters a script (a reply, `tonumber`, `math.floor`) is a float here, and floats print
  *   as 5.1 prints them (`5`, not `5.0`), so `'1:' .. token` and millisecond timestamps read the same as on Redis;
- * - each script is compiled once per SHA1 and runs synchronously, so it is atomic as on Redis; the clock is read
- *   once per script.
+ * - each script is compiled once per SHA1 and process, in one Lua state that every store of the process shares (a
+ *   script keeps nothing between calls: `KEYS`, `ARGV` and the store `redis.call` reaches are set for each call), so a
+ *   new store costs nothing; a store still answers NOSCRIPT for a script it was not sent (`SCRIPT FLUSH` is per store);
+ * - a script runs synchronously, so it is atomic as on Redis; the clock is read once per script.
  *
  * fengari is an optional peer dependency, loaded on the first script call of a store.
  *
@@ -31,13 +33,17 @@ interface Fengari {
   to_jsstring(this: void, s: Uint8Array): string;
 }
 
-/** The VM of one store. */
+/** The process's Lua state. */
 interface Vm {
   readonly f: Fengari;
   readonly L: LuaState;
-  /** The script being run, for messages. */
-  sha: string;
+  /** The store of the script being run: the one `redis.call` reaches. */
+  store: Keyspace | undefined;
+  /** Compiled scripts (registry references) by SHA1. */
+  readonly compiled: Map<string, number>;
 }
+
+let shared: Vm | undefined;
 
 const SETUP = `
 unpack = table.unpack
@@ -92,23 +98,24 @@ function loadFengari(): Promise<Fengari> {
   return loading;
 }
 
-/** Prepares the store's VM (loads fengari on first use). Script calls wait for it; it resolves at once afterwards. */
+/** Makes the Lua state ready for `store` (loads fengari on first use). Script calls wait for it; at once afterwards. */
 export async function ensureVm(store: Keyspace): Promise<void> {
   if (store.vm) return;
   const f = await loadFengari();
   if (store.vm || store.closed) return;
-  store.vm = createVm(f, store);
+  shared ??= createVm(f);
+  store.vm = shared;
 }
 
-function createVm(f: Fengari, store: Keyspace): Vm {
+function createVm(f: Fengari): Vm {
   const { lua, lauxlib, lualib, to_luastring } = f;
   const L = lauxlib.luaL_newstate();
   lualib.luaL_openlibs(L);
-  const vm: Vm = { f, L, sha: '' };
+  const vm: Vm = { f, L, store: undefined, compiled: new Map() };
   lua.lua_createtable(L, 0, 8);
-  lua.lua_pushjsfunction(L, (l: LuaState) => redisCall(vm, store, l, true));
+  lua.lua_pushjsfunction(L, (l: LuaState) => redisCall(vm, l, true));
   lua.lua_setfield(L, -2, to_luastring('call'));
-  lua.lua_pushjsfunction(L, (l: LuaState) => redisCall(vm, store, l, false));
+  lua.lua_pushjsfunction(L, (l: LuaState) => redisCall(vm, l, false));
   lua.lua_setfield(L, -2, to_luastring('pcall'));
   lua.lua_pushjsfunction(L, (l: LuaState) => {
     const s = lauxlib.luaL_checklstring(l, 1) as Uint8Array;
@@ -162,10 +169,12 @@ function pushError(vm: Vm, L: LuaState, message: string): void {
 const NOT_IN_SCRIPTS = new Set(['eval', 'evalsha', 'script', 'wait', 'waitaof', 'subscribe', 'ssubscribe', 'multi', 'exec']);
 
 /** `redis.call` (raises the error reply) and `redis.pcall` (returns it as `{err=...}`). */
-function redisCall(vm: Vm, store: Keyspace, L: LuaState, raise: boolean): number {
+function redisCall(vm: Vm, L: LuaState, raise: boolean): number {
   const { lua } = vm.f;
   let message: string;
   try {
+    const store = vm.store;
+    if (!store) throw new MemoryReplyError('ERR redis.call outside a script');
     const n = lua.lua_gettop(L) as number;
     if (n === 0) throw new MemoryReplyError('ERR Please specify at least one argument for this redis lib call');
     const args: string[] = [];
@@ -226,20 +235,28 @@ export function sha1(source: string): string {
   return createHash('sha1').update(source).digest('hex');
 }
 
-/** Compiles `source` (once per SHA1) into the store's script cache; a syntax error is an `ERR Error compiling script` reply. */
+/**
+ * Loads `source` into the store (compiled once per SHA1 and process); a syntax error is an `ERR Error compiling
+ * script` reply.
+ */
 export function loadScript(store: Keyspace, source: string): string {
   const vm = store.vm as Vm;
   const sha = sha1(source);
   if (store.scripts.has(sha)) return sha;
-  const { lua, lauxlib, to_luastring } = vm.f;
-  const L = vm.L;
-  const code = to_luastring(source);
-  if (lauxlib.luaL_loadbuffer(L, code, code.length, to_luastring('@user_script')) !== lua.LUA_OK) {
-    const message = lua.lua_tojsstring(L, -1) as string;
-    lua.lua_pop(L, 1);
-    throw new MemoryReplyError(`ERR Error compiling script (new function): ${message}`);
+  let ref = vm.compiled.get(sha);
+  if (ref === undefined) {
+    const { lua, lauxlib, to_luastring } = vm.f;
+    const L = vm.L;
+    const code = to_luastring(source);
+    if (lauxlib.luaL_loadbuffer(L, code, code.length, to_luastring('@user_script')) !== lua.LUA_OK) {
+      const message = lua.lua_tojsstring(L, -1) as string;
+      lua.lua_pop(L, 1);
+      throw new MemoryReplyError(`ERR Error compiling script (new function): ${message}`);
+    }
+    ref = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX) as number;
+    vm.compiled.set(sha, ref);
   }
-  store.scripts.set(sha, lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX) as number);
+  store.scripts.set(sha, ref);
   return sha;
 }
 
@@ -262,7 +279,7 @@ export function runScript(store: Keyspace, sha: string, keys: readonly string[],
   const { lua } = vm.f;
   const L = vm.L;
   return store.frozen(() => {
-    vm.sha = sha;
+    vm.store = store;
     const top = lua.lua_gettop(L) as number;
     try {
       setArray(vm, 'KEYS', keys);
@@ -281,6 +298,7 @@ export function runScript(store: Keyspace, sha: string, keys: readonly string[],
       }
       return toReply(vm, L);
     } finally {
+      vm.store = undefined;
       lua.lua_settop(L, top);
     }
   });

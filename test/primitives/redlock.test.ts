@@ -20,7 +20,8 @@ async function keyCount(server: RedisServer, prefix: string): Promise<number> {
 describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
   const { clients, make } = redlockNodes(ctx, 'rl');
 
-  void it('acquires by majority, refuses a second owner, releases on every node', async () => {
+  void it('acquires by majority, refuses a second owner, releases on every node', async (t) => {
+    if (!ctx.requireServer(t, 'reads or writes the server through a second client library (ioredis or raw RESP), which cannot reach an in-process store')) return;
     const redlock = make({ nodeTimeout: 2000 }); // every node must answer here, however busy the machine
     assert.equal(redlock.quorum, 3);
     const held = await redlock.lock('a').acquire({ lease: 5000 });
@@ -47,7 +48,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     await assert.rejects(redlock.lock('v').acquire({ leaseMs: 1 } as never), TypeError);
   });
 
-  void it('fencing tokens grow across different quorums (the second round raises the majority)', async () => {
+  void it('fencing tokens grow across different quorums (the second round raises the majority)', async (t) => {
+    if (!ctx.requireServer(t, 'reads or writes the server through a second client library (ioredis or raw RESP), which cannot reach an in-process store')) return;
     const redlock = make();
     const fenceKey = redlock.keys.fence('f');
     // Node 0's counter is far ahead of the others.
@@ -125,7 +127,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     assert.equal((held.signal.reason as LockLostError).reason, 'expired');
   });
 
-  void it('a slow node eats the validity: a majority granted, still no success, released everywhere', async () => {
+  void it('a slow node eats the validity: a majority granted, still no success, released everywhere', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process (SIGSTOP makes a node slow)')) return;
     const redlock = make({ nodeTimeout: 150, retryCount: 1 });
     ctx.servers[4]!.pause();
     try {
@@ -145,7 +148,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     }
   });
 
-  void it('a minority down: still acquires, extends and releases', async () => {
+  void it('a minority down: still acquires, extends and releases', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const redlock = make();
     ctx.servers[3]!.pause();
     ctx.servers[4]!.pause();
@@ -164,7 +168,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     }
   });
 
-  void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async () => {
+  void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     // The harness must be able to see the failure the docs describe (Kleppmann's scenario 4), or it is blind.
     const a = make();
     const b = make({ prefix: a.keys.prefix, retryCount: Infinity });
