@@ -241,6 +241,16 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   },
   pexpire: (store, args) => pexpire(store, args, 1, 'pexpire'),
   pttl: (store, args) => (arity('pttl', args, 1, true), pttl(store, args[0]!)),
+  ttl: (store, args) => {
+    arity('ttl', args, 1, true);
+    const ms = pttl(store, args[0]!);
+    return ms < 0 ? ms : Math.round(ms / 1000);
+  },
+  keys: (store, args) => {
+    arity('keys', args, 1, true);
+    const re = globToRegExp(args[0]!);
+    return store.keys().filter((k) => re.test(k));
+  },
   persist: (store, args) => (arity('persist', args, 1, true), store.get(args[0]!) !== undefined && store.persist(args[0]!) ? 1 : 0),
   scan: (store, args) => {
     arity('scan', args, 1);

@@ -53,6 +53,33 @@ class Encoder {
   }
 }
 
+/** An inline command's arguments, split as Redis splits them: by spaces, with "double" (escapes) and 'single' quotes. */
+function splitInline(line: string): string[] {
+  const args: string[] = [];
+  let i = 0;
+  while (i < line.length) {
+    while (i < line.length && /\s/.test(line[i]!)) i++;
+    if (i >= line.length) break;
+    let arg = '';
+    const quote = line[i] === '"' || line[i] === "'" ? line[i++] : undefined;
+    while (i < line.length) {
+      const c = line[i]!;
+      if (quote === undefined && /\s/.test(c)) break;
+      if (c === quote) {
+        i++;
+        break;
+      }
+      if (c === '\\' && quote !== undefined && i + 1 < line.length) {
+        const n = line[++i]!;
+        arg += quote === '"' ? ({ n: '\n', r: '\r', t: '\t', b: '\b', a: '\x07' } as Record<string, string>)[n] ?? n : n === "'" ? "'" : '\\' + n;
+      } else arg += c;
+      i++;
+    }
+    args.push(arg);
+  }
+  return args;
+}
+
 /** Reads RESP requests (arrays of bulk strings, or inline commands) from a byte stream. */
 class Parser {
   #buf: Buffer = Buffer.alloc(0);
@@ -69,7 +96,7 @@ class Parser {
     if (eol < 0) return undefined;
     if (buf[0] !== 0x2a /* '*' */) {
       this.#buf = buf.subarray(eol + 2);
-      return buf.subarray(0, eol).toString().trim().split(/\s+/).filter(Boolean);
+      return splitInline(buf.subarray(0, eol).toString());
     }
     const count = Number(buf.subarray(1, eol).toString());
     let at = eol + 2;

@@ -5,7 +5,7 @@ import { GlideClient, Logger, ProtocolVersion } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Holdfast, type HoldfastOptions } from '../../src/index.js';
-import { memoryRedis, memoryStore, type MemoryRedis, type MemoryStore } from '../../src/memory/index.js';
+import { memoryRedis, memoryStore, serveMemoryStore, type MemoryRedis, type MemoryStore } from '../../src/memory/index.js';
 
 // GLIDE's core logs every error reply (a NOSCRIPT, a refused acquisition…) as a warning on stdout
 Logger.setLoggerConfig('error');
@@ -97,18 +97,34 @@ const all: AdapterCase[] = [
   },
 ];
 
-/** The memory adapter's stores, by the `memory://` URL a suite gave each (see {@link openMemoryStore}). */
+/** The memory adapter's stores, by URL (see {@link openMemoryStore}). */
 const memoryStores = new Map<string, MemoryStore>();
 
-/** A new in-process store, reachable by the memory adapter's `connect(url)` under the returned URL until closed. */
-export function openMemoryStore(): { url: string; close: () => void } {
+/** An in-process store opened for a suite: its `memory://` name, and the `redis://` URL and port it is served on. */
+export interface OpenedMemoryStore {
+  readonly url: string;
+  /** The store served over RESP on a loopback port (serveMemoryStore), for a test's direct probe (ioredis, raw RESP). */
+  readonly served: { readonly url: string; readonly port: number };
+  close(): Promise<void>;
+}
+
+/**
+ * A new in-process store, reachable by the memory adapter's `connect(url)` under both of its URLs until closed, and
+ * served over RESP so that a test can probe it directly as it probes a redis-server.
+ */
+export async function openMemoryStore(): Promise<OpenedMemoryStore> {
   const url = `memory://${Math.random().toString(36).slice(2, 10)}`;
   const store = memoryStore();
+  const server = await serveMemoryStore(store);
   memoryStores.set(url, store);
+  memoryStores.set(server.url, store);
   return {
     url,
-    close: () => {
+    served: { url: server.url, port: server.port },
+    close: async () => {
       memoryStores.delete(url);
+      memoryStores.delete(server.url);
+      await server.close();
       store.close();
     },
   };

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, type TestContext } from 'node:test';
 import type { Holdfast, HoldfastOptions } from '../../src/index.js';
-import { adapters, makeHoldfast, openMemoryStore, type AdapterCase } from './clients.js';
+import { adapters, makeHoldfast, openMemoryStore, type AdapterCase, type OpenedMemoryStore } from './clients.js';
 import { RedisServer, type RedisServerOptions } from './redis-server.js';
 
 /** Waits `ms` milliseconds (real time). */
@@ -62,6 +62,22 @@ export interface SuiteOptions {
 }
 
 /**
+ * On the in-process adapter, a suite "server" is its store served over RESP: `url` and `port` reach the same store (a
+ * test's direct probe with ioredis or raw RESP works), and anything else a redis-server process can do (pause, kill,
+ * restart) throws, naming what one process cannot have.
+ */
+function servedStore(store: OpenedMemoryStore, adapter: string): RedisServer {
+  const { url, port } = store.served;
+  return new Proxy({ url, port }, {
+    get(target, key) {
+      if (key === 'url' || key === 'port') return (target as Record<string, unknown>)[key];
+      if (key === 'then' || typeof key === 'symbol') return undefined;
+      throw new Error(`the ${adapter} adapter has no redis-server process (server.${key}): a test that needs one starts with ctx.requireServer(t, why)`);
+    },
+  }) as RedisServer;
+}
+
+/**
  * Runs `body` once per client adapter (ioredis, node-redis, GLIDE, and the in-process memory backend), as
  * `describe(\`${title} (${adapter})\`)`. `HOLDFAST_ADAPTERS` selects some (see clients.ts).
  */
@@ -74,7 +90,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
     void describe(`${title} (${adapter.name})`, options.concurrency === undefined ? {} : { concurrency: options.concurrency }, () => {
       let servers: RedisServer[] = [];
       let urls: string[] = [];
-      let stores: { url: string; close: () => void }[] = [];
+      let stores: OpenedMemoryStore[] = [];
       let main: Opened | undefined;
       const opened: Opened[] = [];
       const ctx: SuiteContext = {
@@ -83,9 +99,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
           return ctx.servers[0]!;
         },
         get servers(): readonly RedisServer[] {
-          if (adapter.inProcess) {
-            throw new Error(`the ${adapter.name} adapter has no redis-server: a test that needs one starts with ctx.requireServer(t, why)`);
-          }
+          if (adapter.inProcess) return stores.map((s) => servedStore(s, adapter.name));
           if (servers.length === 0) throw new Error('the suite server is not started yet: use it inside a test or a before hook');
           return servers;
         },
@@ -112,7 +126,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
       before(async () => {
         const count = options.servers ?? 1;
         if (adapter.inProcess) {
-          stores = Array.from({ length: count }, () => openMemoryStore());
+          stores = await Promise.all(Array.from({ length: count }, () => openMemoryStore()));
           urls = stores.map((s) => s.url);
         } else {
           servers = await Promise.all(Array.from({ length: count }, () => RedisServer.start(options.server)));
@@ -126,7 +140,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
       after(async () => {
         await Promise.allSettled(opened.map((o) => o.dispose()));
         await Promise.all(servers.map((s) => s.stop()));
-        for (const s of stores) s.close();
+        await Promise.all(stores.map((s) => s.close()));
       });
     });
   }
