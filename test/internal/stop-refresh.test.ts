@@ -103,4 +103,4 @@ describeEachAdapter('stopRefresh()', (ctx) => {
     await fixed.release();
     assert.equal(fixed.refreshing, false);
   });
-}, { requiresServer: 'reads the lock’s TTL through a second client library (ioredis), which cannot reach an in-process store' });
+});
