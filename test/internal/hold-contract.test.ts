@@ -147,7 +147,7 @@ describeEachAdapter('A release that cannot reach Redis', (ctx) => {
       await sleep(30);
     }
   });
-});
+}, { requiresServer: 'cuts the connection with a fault proxy between client and server (no network in one process)' });
 
 describeEachAdapter('One wait contract', (ctx) => {
   /** [name, a blocker that holds it, tryAcquire with options, acquire with options] per primitive. */

@@ -68,4 +68,4 @@ describeEachAdapter('replicaSync', (ctx) => {
       await dispose();
     }
   });
-}, { server: { args: ['--repl-diskless-sync-delay', '0'] } });
+}, { server: { args: ['--repl-diskless-sync-delay', '0'] }, requiresServer: 'starts a replica of the server (an in-process store has no replicas)' });

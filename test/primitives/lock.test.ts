@@ -226,7 +226,8 @@ describeEachAdapter('Lock', (ctx) => {
     }
   });
 
-  test('loss signal fires when Redis is paused past the lease', async () => {
+  test('loss signal fires when Redis is paused past the lease', async (t) => {
+    if (!ctx.requireServer(t, 'pauses the redis-server process (SIGSTOP)')) return;
     const own = await RedisServer.start();
     const { holdfast, dispose } = await ctx.open({ watchdogLease: 1000, watchdogInterval: 250, commandTimeout: 200 }, own.url);
     try {
@@ -248,7 +249,8 @@ describeEachAdapter('Lock', (ctx) => {
     }
   });
 
-  test('NOSCRIPT: SCRIPT FLUSH and a server restart are survived', async () => {
+  test('NOSCRIPT: SCRIPT FLUSH and a server restart are survived', async (t) => {
+    if (!ctx.requireServer(t, 'restarts a redis-server process')) return;
     const own = await RedisServer.start();
     const { holdfast, redis, dispose } = await ctx.open({ commandTimeout: 1000 }, own.url);
     try {
@@ -274,7 +276,8 @@ describeEachAdapter('Lock', (ctx) => {
     }
   });
 
-  test('Redis down: a typed connection error within commandTimeout, not a hang', async () => {
+  test('Redis down: a typed connection error within commandTimeout, not a hang', async (t) => {
+    if (!ctx.requireServer(t, 'the server is down and the client cannot connect: an in-process store has no connection to lose')) return;
     const dead = await freePort();
     const client =
       ctx.adapter.name === 'ioredis'
@@ -348,7 +351,8 @@ describeEachAdapter('Lock', (ctx) => {
     }
   });
 
-  test('mutual exclusion across 4 OS processes: a GET/SET counter ends exact (and is not exact without the lock)', async () => {
+  test('mutual exclusion across 4 OS processes: a GET/SET counter ends exact (and is not exact without the lock)', async (t) => {
+    if (!ctx.requireServer(t, 'four OS processes share one server: an in-process store is not reachable from another process')) return;
     const prefix = `mx${ctx.adapter.name}:`;
     const run = async (mode: 'lock' | 'none', iterations: number): Promise<number> => {
       const p = `${prefix}${mode}:`;
@@ -368,7 +372,8 @@ describeEachAdapter('Lock', (ctx) => {
     assert.ok(unlocked < 200, `without a lock updates are lost (${unlocked}/200)`);
   });
 
-  test('a kill -9 of the holder frees the lock within its lease', async () => {
+  test('a kill -9 of the holder frees the lock within its lease', async (t) => {
+    if (!ctx.requireServer(t, 'the holder is another OS process, killed')) return;
     const prefix = `kill${ctx.adapter.name}:`;
     const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.server.url, prefix, 'crash', 'watchdog']);
     await waitForLine(child, /^held /);
@@ -387,7 +392,8 @@ describeEachAdapter('Lock', (ctx) => {
     }
   });
 
-  test('no timer keeps the process alive: a process that holds a lock and returns exits', async () => {
+  test('no timer keeps the process alive: a process that holds a lock and returns exits', async (t) => {
+    if (!ctx.requireServer(t, 'the holder is a child OS process connected by URL')) return;
     const child = spawnWorker(worker, ['exit', ctx.adapter.name, ctx.server.url, `exit${ctx.adapter.name}:`, 'x']);
     assert.equal(await waitForExit(child, 10_000), 0);
   });

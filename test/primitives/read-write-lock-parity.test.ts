@@ -10,7 +10,8 @@ import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker } from './fixtures/spawn.js';
 
 describeEachAdapter('ReadWriteLock parity', (ctx) => {
-  void it('readers(): each reader across processes by fingerprint, hold count and lease; never an owner id', async () => {
+  void it('readers(): each reader across processes by fingerprint, hold count and lease; never an owner id', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwp${ctx.adapter.name}:`;
     const owner = `remote-reader-${Math.random().toString(36).slice(2)}`;
     const remote = startWorker('rw-hold-read-as', ctx.server.url, prefix, 'doc', owner, 2);
@@ -69,7 +70,8 @@ describeEachAdapter('ReadWriteLock parity', (ctx) => {
     await assert.rejects(rw.writeLock().adopt('nobody'), LockNotHeldError);
   });
 
-  void it('forceUnlock: readers in another process and a writer are deleted, waiters are woken, holders lose at renewal', async () => {
+  void it('forceUnlock: readers in another process and a writer are deleted, waiters are woken, holders lose at renewal', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwf${ctx.adapter.name}:`;
     const remote = startWorker('rw-hold-read', ctx.server.url, prefix, 'rwf', 60_000);
     try {
