@@ -21,7 +21,7 @@ import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedErr
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
-import { Lease } from './lease.js';
+import { deadlineOf, Lease, validityLeft } from './lease.js';
 import { sleep } from './sleep.js';
 import { fingerprint } from '../diagnostics.js';
 import { kindOf, publishLost, traceRenew, type HeldFacts, type TracedHold } from './trace.js';
@@ -96,6 +96,23 @@ const RELEASE_TRIES = 3;
 const BACKGROUND_PAUSE_MAX_MS = 1000;
 
 const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
+
+/**
+ * A grant whose reply came after its lease was over (see {@link HoldTable.held}): no grant. It never reaches the
+ * user: the wait loop reads it as a busy attempt once `undone` (the undo of the grant) has settled.
+ */
+export class LateGrant extends Error {
+  constructor(
+    name: string,
+    /** How long the reply took, in ms. */
+    readonly tookMs: number,
+    /** Settles once the grant was undone (or the undo failed: the lease bounds it). */
+    readonly undone: Promise<void>,
+  ) {
+    super(`the grant of "${name}" came ${Math.round(tookMs)} ms after its request, past its lease: not held`);
+    this.name = 'LateGrant';
+  }
+}
 
 /** A release given up to the background after its tries failed. */
 interface Abandoned {
@@ -173,9 +190,43 @@ export class HoldTable {
    * Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its hold (hold count
    * raised). `watchdog`: renew every `watchdogInterval`; else the lease simply runs out. `firstLeaseMs`: Redis set a
    * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
+   *
+   * The grant rule, for every primitive (Redlock's validity rule is the same one, see `validityLeft`): a grant whose
+   * reply comes when its lease, counted from `sentAt` less the drift, is already over is no grant. Another owner may
+   * hold the lock by then; the holder would be told it holds a lock it cannot count on. Such a grant is undone (one
+   * hold of `owner` released, which changes nothing when the lock is no longer ours) and {@link LateGrant} is thrown:
+   * the wait loop reads it as a busy attempt (see `refusedWhileMigrating`), so the caller goes on waiting within its
+   * timeout, and a single attempt finds nothing. A re-entry joins a hold of this owner still within its deadline;
+   * one past it is lost at once, as its timer would tell a moment later.
+   * @throws {LateGrant} when the grant came too late
    */
   held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
+    return this.heldEach([owner], token, sentAt, leaseMs, watchdog, firstLeaseMs)[0] as Hold;
+  }
+
+  /**
+   * {@link HoldTable.held} for the owners of one grant (the permits one request took, each its own owner): one
+   * check for all; a late grant undoes every one of them.
+   * @throws {LateGrant} when the grant came too late
+   */
+  heldEach(owners: readonly string[], token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold[] {
+    const at = now();
+    if (at >= deadlineOf(sentAt, firstLeaseMs ?? leaseMs)) {
+      // a live hold of the same owner keeps the re-entry valid; only a grant with nothing valid behind it is undone
+      const joined = owners.length === 1 ? this.get(owners[0] as string) : undefined;
+      if (!joined || joined.lease.done || joined.lease.lapsed(at)) {
+        const ops = this.ops;
+        const undone = Promise.all(owners.map((o) => ops.releaseRequest(o, 1)(false).catch(() => 0))).then(() => {});
+        throw new LateGrant(this.ops.name, at - sentAt, undone);
+      }
+    }
+    return owners.map((owner) => this.#record(owner, token, sentAt, leaseMs, watchdog, firstLeaseMs));
+  }
+
+  /** Records a grant already checked: a new hold, or one more acquisition of a live one. */
+  #record(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
     let hold = this.get(owner);
+    if (hold && !hold.lease.done) hold.lease.lapsed(); // past its deadline: lost now, not at its timer's turn
     if (!hold || hold.lease.done) {
       const created = new Hold(this, owner, token);
       const host = this.host;
@@ -212,11 +263,16 @@ export class HoldTable {
   async adopt(owner: string, leaseMs: number, watchdog: boolean): Promise<{ hold: Hold; holdCount: number } | null> {
     const ops = this.ops;
     if (!ops.inspectOwner) throw new TypeError(`a ${ops.kind} cannot be adopted`);
-    const sentAt = now();
-    if (!(await ops.renew(owner, leaseMs))) return null;
-    const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
-    if (!info) return null; // released between the two calls
-    return { hold: this.held(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
+    // The grant rule (see `held`): a renewal whose reply came past its lease sets nothing that can be counted on, so
+    // it is sent again (an adoption raises no hold count: nothing to undo); a few late replies in a row are an error.
+    for (let tries = 1; ; tries++) {
+      const sentAt = now();
+      if (!(await ops.renew(owner, leaseMs))) return null;
+      const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
+      if (!info) return null; // released between the two calls
+      if (validityLeft(sentAt, leaseMs) > 0) return { hold: this.#record(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
+      if (tries >= 3) throw new RedisConnectionError(`the adoption of ${ops.kind} "${ops.name}" was confirmed too late ${tries} times: Redis answers slower than the lease`);
+    }
   }
 
   /** The live hold of `owner` here, if any. */

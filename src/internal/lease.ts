@@ -39,6 +39,22 @@ export function driftOf(leaseMs: number): number {
   return Math.floor(leaseMs * 0.01) + 2;
 }
 
+/**
+ * The one validity rule of every lease, the hold engine's and Redlock's alike: a lease of `leaseMs` set by a request
+ * sent at `sentAt` (monotonic) counts until `sentAt + leaseMs − drift`. An infinite lease never ends.
+ */
+export function deadlineOf(sentAt: number, leaseMs: number): number {
+  return leaseMs === Infinity ? Infinity : sentAt + leaseMs - driftOf(leaseMs);
+}
+
+/**
+ * ms of validity left now (Redlock's `lease − elapsed − drift`) of a lease of `leaseMs` set by a request sent at
+ * `sentAt`: a grant whose reply comes with none left (≤ 0) is no grant. See {@link deadlineOf}.
+ */
+export function validityLeft(sentAt: number, leaseMs: number, at: number = now()): number {
+  return deadlineOf(sentAt, leaseMs) - at;
+}
+
 export class Lease implements Due {
   // Created on first use of `signal`: most holds are released without anyone looking at it.
   #controller: AbortController | undefined;
@@ -65,7 +81,7 @@ export class Lease implements Due {
     this.#ttlMs = opts.leaseMs;
     const first = opts.firstLeaseMs ?? opts.leaseMs;
     // An infinite lease (a permit that persists until released) has no deadline.
-    this.#deadline = first === Infinity ? Infinity : opts.sentAt + first - driftOf(first);
+    this.#deadline = deadlineOf(opts.sentAt, first);
     this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
     this.#arm();
   }
@@ -131,7 +147,7 @@ export class Lease implements Due {
   confirm(sentAt: number, leaseMs: number, exact = false): void {
     if (this.#stopped) return;
     this.#ttlMs = leaseMs;
-    const deadline = leaseMs === Infinity ? Infinity : sentAt + leaseMs - driftOf(leaseMs);
+    const deadline = deadlineOf(sentAt, leaseMs);
     if (deadline > this.#deadline) {
       this.#deadline = deadline;
     } else if (exact && deadline < this.#deadline) {
@@ -171,13 +187,28 @@ export class Lease implements Due {
     this.#timer = timers.add(at, this);
   }
 
+  /**
+   * True when the deadline has passed at `at`: the lease is then marked lost at once, as its timer would (a hold past
+   * its deadline is never handed out, even before its timer turn comes).
+   */
+  lapsed(at: number = now()): boolean {
+    if (at < this.#deadline) return false;
+    this.lose(this.#lossAtDeadline());
+    return true;
+  }
+
+  /** Why a lease that reached its deadline is lost: it was meant to run out, or the watchdog did not get through. */
+  #lossAtDeadline(): LockLostReason {
+    return this.#opts.renewEveryMs === undefined || this.#fixed ? 'expired' : 'renewal-failed';
+  }
+
   /** @internal Called by the timer queue. */
   due(): void {
     this.#timer = undefined;
     if (this.#stopped) return;
     const t = now();
     if (t >= this.#deadline) {
-      this.lose(this.#opts.renewEveryMs === undefined || this.#fixed ? 'expired' : 'renewal-failed');
+      this.lose(this.#lossAtDeadline());
       return;
     }
     if (t >= this.#renewAt) void this.#renew();
