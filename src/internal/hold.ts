@@ -5,9 +5,13 @@
  * primitive supplies its scripts as {@link HoldOps}; everything else is written here once.
  *
  * The release rule, for every primitive:
+ * - A release that may end the hold stops the watchdog before it is sent, and waits for a renewal in flight: no
+ *   renewal runs after it, so a released lock stays released.
  * - A release is sent with a request id; a try whose reply was lost is sent again (up to 3 tries) and reports what
  *   the first run did. A reply that came across a reconnect (the client may have resent the command itself) is read
- *   the same way.
+ *   the same way. A "not held" such a try finds reads as released only while the hold's deadline has not passed;
+ *   past it, the first try may never have reached Redis, and `release()` rejects with `LockNotHeldError` (see
+ *   `HoldTable.#send`).
  * - A release that cannot reach Redis never keeps the lock alive: renewal ends at the first failed try, so the lock
  *   frees by itself within one lease. A try that a Redis Cluster slot in migration refused did not run and is not
  *   counted while the lease lasts. After the last try the hold is given up (its `signal` aborts with reason
@@ -96,6 +100,9 @@ const RELEASE_TRIES = 3;
 const BACKGROUND_PAUSE_MAX_MS = 1000;
 
 const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
+
+/** A release that may answer only an earlier run, come past the hold's deadline (see `HoldTable.#send`). */
+class LeaseLapsed extends Error {}
 
 /**
  * A grant whose reply came after its lease was over (see {@link HoldTable.held}): no grant. It never reaches the
@@ -309,6 +316,9 @@ export class HoldTable {
     if (hold.claim) await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
     if (hold.abandoned) return this.#retryAbandoned(hold);
     const lease = hold.lease;
+    // A release is final: before one that may end the hold goes out, renewal stops and a renewal in flight settles
+    // (see `Lease.suspend`); renewal goes on only if the hold is still held here afterwards.
+    if (hold.holds <= 1) await lease.suspend();
     const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
     request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
     const transient = this.ops.isTransient ?? isConnectionError;
@@ -317,10 +327,22 @@ export class HoldTable {
     try {
       for (let failed = 0; ; ) {
         try {
-          left = await this.#send(request);
+          left = await this.#send(request, lease);
           break;
         } catch (error) {
-          if (!transient(error)) throw error;
+          if (error instanceof LeaseLapsed) {
+            hold.holds = Math.max(0, hold.holds - 1);
+            lease.lose('expired');
+            this.forget(hold);
+            throw new LockNotHeldError(
+              this.ops.name,
+              `${this.ops.kind} "${this.ops.name}" was not released by this owner: the lease lapsed before the release reached Redis`,
+            );
+          }
+          if (!transient(error)) {
+            lease.resume(); // the release did not happen: the hold goes on
+            throw error;
+          }
           lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
           // A Redis Cluster slot in migration refused the try (it did not run): the lock is held all the same, so the
           // release keeps trying until the lease runs out, whatever the number of tries.
@@ -343,11 +365,23 @@ export class HoldTable {
     if (left === 0 || hold.holds === 0) {
       lease.stop();
       this.forget(hold);
+    } else {
+      lease.resume(); // holds remain here (a re-entry came meanwhile): renewal goes on
     }
   }
 
-  /** Sends one try of `request`; a "not held" that may answer an earlier run of the same request reads as released. */
-  async #send(request: ReleaseRequest): Promise<number> {
+  /**
+   * Sends one try of `request`. The rule for a "not held" (-1) that may answer an earlier run of the same request (a
+   * retry after a lost reply, or a reply that came across a reconnect, which may answer the client's own resent copy),
+   * when the hold was valid as the request was first sent:
+   * - the earlier run left holds: its release marker says so, and the script answers what that run did (never -1);
+   * - the reply came before the hold's deadline: nothing but an earlier run could have freed the lock while its lease
+   *   ran (the watchdog is stopped for the release, so the deadline no longer moves): released;
+   * - the reply came past the deadline: the first try may have been lost before Redis and the lease lapsed meanwhile
+   *   (another owner may have taken the lock since): whether it was ever released by this owner cannot be told, and
+   *   {@link LeaseLapsed} is thrown: `release()` rejects with `LockNotHeldError`.
+   */
+  async #send(request: ReleaseRequest, lease: Lease): Promise<number> {
     const retry = request.sent;
     request.sent = true;
     const epoch = this.host.epoch?.();
@@ -358,9 +392,9 @@ export class HoldTable {
       if (didNotRun(error)) request.sent = retry; // refused, not run: the next try is no retry of this one
       throw error;
     }
-    // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
-    // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
-    return (retry || this.host.epoch?.() !== epoch) && reply < 0 && request.heldWhenSent === true ? 0 : reply;
+    if (reply >= 0 || request.heldWhenSent !== true || !(retry || this.host.epoch?.() !== epoch)) return reply;
+    if (now() < lease.deadline) return 0;
+    throw new LeaseLapsed();
   }
 
   /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */

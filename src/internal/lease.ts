@@ -75,6 +75,10 @@ export class Lease implements Due {
   #fixed = false;
   /** The lease length Redis was last told to keep (the watchdog's, or the last `extend`). */
   #ttlMs: number;
+  /** Set by {@link Lease.suspend} while a release that may end the hold is on its way: no renewal is sent. */
+  #suspended = false;
+  /** The renewal in flight, if any: a release waits for it before it is sent. */
+  #inFlight: Promise<void> | undefined;
 
   constructor(opts: LeaseOptions) {
     this.#opts = opts;
@@ -122,6 +126,28 @@ export class Lease implements Due {
   endRenewal(): void {
     this.#renewalEnded = true;
     this.#renewAt = Infinity;
+  }
+
+  /**
+   * The release rule "a release is final", for every primitive: before a release that may end the hold is sent, the
+   * watchdog sends no more renewals, and a renewal already in flight settles first. So no renewal of this hold runs
+   * after its release in Redis, and none can set a released key again (the Redlock renewal takes a key back on a node
+   * that lost it: only while the hold is live). Resolves once no renewal is in flight. {@link Lease.resume} undoes it
+   * when the release leaves the hold held here.
+   */
+  suspend(): Promise<void> {
+    this.#suspended = true;
+    this.#renewAt = Infinity;
+    return this.#inFlight ?? Promise.resolve();
+  }
+
+  /** Renewal goes on after {@link Lease.suspend} (the release left holds here, or did not run): one renewal at once. */
+  resume(): void {
+    if (!this.#suspended) return;
+    this.#suspended = false;
+    if (!this.renewing) return;
+    this.#renewAt = now();
+    this.#arm();
   }
 
   /** True while the watchdog renews this lease (not for a fixed lease, nor after {@link Lease.fix} or a failed release). */
@@ -215,7 +241,15 @@ export class Lease implements Due {
     this.#arm();
   }
 
-  async #renew(): Promise<void> {
+  #renew(): Promise<void> {
+    const renewal = this.#renewOnce().finally(() => {
+      if (this.#inFlight === renewal) this.#inFlight = undefined;
+    });
+    this.#inFlight = renewal;
+    return renewal;
+  }
+
+  async #renewOnce(): Promise<void> {
     this.#renewAt = Infinity; // one renewal in flight at a time
     const sentAt = now();
     const every = this.#opts.renewEveryMs ?? this.#opts.leaseMs;
@@ -226,7 +260,7 @@ export class Lease implements Due {
         // A release of ours ran before this renewal did: the key is gone because we gave it up, not lost. The release
         // settles the hold; if it leaves holds, renewal goes on.
         if (this.releasing > 0) {
-          this.#renewAt = sentAt + every;
+          this.#renewAt = this.#suspended ? Infinity : sentAt + every;
           this.#arm();
           return;
         }
@@ -245,6 +279,7 @@ export class Lease implements Due {
       }
       this.#renewAt = now() + Math.max(10, Math.min(every, Math.floor(left / 3)));
     }
+    if (this.#suspended) this.#renewAt = Infinity; // a release is on its way: nothing more until it says so
     this.#arm();
   }
 }
