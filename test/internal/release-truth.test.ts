@@ -31,7 +31,7 @@ describeEachAdapter('A release tells the truth', (ctx) => {
     }
     const second = await b.lock(name).acquire({ timeout: 5000 });
     const outcome = await released;
-    assert.ok(outcome instanceof LockNotHeldError, `release() ${outcome instanceof Error ? `rejected with ${outcome.name}` : outcome}`);
+    assert.ok(outcome instanceof LockNotHeldError, `release() ${outcome instanceof Error ? `rejected with ${outcome.name}` : String(outcome)}`);
     assert.match(outcome.message, /lease lapsed before the release reached Redis/);
     assert.equal((await b.lock(name).inspect()).owner, second.owner, "the next owner's lock is untouched");
     await second.release();
