@@ -428,7 +428,8 @@ export class PermitExpirableSemaphore {
           throw error;
         }
         if (reply[0] === 1) {
-          const taken = ids.map((id) => new Permit(this.#table.held(id, 0, sentAt, leaseMs, watchdog), this, each ? 1 : n));
+          // one grant for every id: `heldEach` judges it once, and undoes them all when it came too late
+          const taken = this.#table.heldEach(ids, 0, sentAt, leaseMs, watchdog).map((hold) => new Permit(hold, this, each ? 1 : n));
           return { done: true, value: each ? taken : (taken[0] as Permit) };
         }
         const hint = reply[1] ?? -1;
