@@ -8,7 +8,8 @@ const CLI = resolve('src/cli');
 
 /**
  * The CLI reaches the library only through `src/index.ts`, and that import stays an import of the built entry
- * (`dist/cli/main.js` → `../index.js`) instead of a second copy of the library inside the CLI bundle. Any other
+ * (`dist/cli/main.js` → `../index.js`; the demo's in-process backend, `src/memory/index.ts`, likewise → `../memory/index.js`)
+ * instead of a second copy of the library inside the CLI bundle. Any other
  * import from the CLI into the library's sources is a build error, so a copy cannot creep back in.
  */
 const libraryFromBuiltEntry: Plugin = {
@@ -17,6 +18,7 @@ const libraryFromBuiltEntry: Plugin = {
     build.onResolve({ filter: /^\.\.?\// }, (args) => {
       const target = resolve(args.resolveDir, args.path).replace(/\.js$/, '.ts');
       if (target === resolve(SRC, 'index.ts')) return { path: '../index.js', external: true };
+      if (target === resolve(SRC, 'memory/index.ts')) return { path: '../memory/index.js', external: true };
       if (target.startsWith(SRC + '/') && !target.startsWith(CLI + '/')) {
         return { errors: [{ text: `${args.importer}: the CLI must import the library through src/index.ts, not ${args.path}` }] };
       }
@@ -32,6 +34,7 @@ const ENTRIES = {
   'integrations/cron': 'src/integrations/cron.ts',
   'integrations/nestjs': 'src/integrations/nestjs.ts',
   'otel/index': 'src/otel/index.ts',
+  'memory/index': 'src/memory/index.ts',
 };
 
 /**

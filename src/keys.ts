@@ -49,7 +49,7 @@
  * it (test/internal/names.test.ts checks that they agree).
  *
  * Fencing counters are shared, one per Redis Cluster slot: the counter of a name is `<prefix>{<t>}:fence`, where `t`
- * is a short tag chosen (from a table computed once) so that the counter key lands in the name's own slot. So a
+ * is a short tag chosen (the first that fits, found once per slot for every prefix) so that the counter key lands in the name's own slot. So a
  * prefix never holds more than 16,384 counters however many names it locks, a name's counter moves with its slot
  * in a Cluster migration, and every primitive of a name mints from the same counter: tokens still only grow per
  * name (they grow faster, and are shared by the names of a slot). Per-name counters of an earlier layout
@@ -97,28 +97,107 @@ export function slotOf(key: string): number {
   return crc16(key, 0, key.length) % SLOTS;
 }
 
-/** Per prefix: slot → the counter key of that slot (filled on first use). */
+/*
+ * The counter tags. The counter of slot `s` is `<prefix>{<t>}:fence` with `t` the first of `0`, `1`, … (base 36)
+ * whose hash tag hashes to `s`. When the prefix has no `{` of its own, the slot of that key is the slot of `t` alone,
+ * whatever the prefix: so the tag of a slot is found once for every prefix, on first use of that slot, and directly
+ * (no walk through the ~170,000 tags before it, which stalled the event loop for tens of ms). CRC16 with a zero
+ * start is linear: crc(a‖b) = crc(a followed by |b| zero bytes) ⊕ crc(b). A tag of 3 or 4 digits is a 1- or 2-digit
+ * head and a 1- or 2-digit tail, so for each head, in order, one table lookup says which tails (if any) land in `s`:
+ * about 1,300 cheap steps for a slot instead of a walk of up to 170,000 CRCs. Every slot is reached by a tag of at
+ * most 4 digits; the result is the same tag the walk finds (test/internal/names.test.ts compares all 16,384).
+ */
+
+const DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz';
+/** crc after one more byte. */
+const push = (crc: number, byte: number): number => ((crc << 8) & 0xffff) ^ (CRC_TABLE[((crc >> 8) ^ byte) & 0xff] as number);
+const LOW = SLOTS - 1; // SLOTS is a power of two: a slot is the low 14 bits of the CRC
+
+/** The search tables, built on first use (a few thousand steps, well under a millisecond). */
+interface TagIndex {
+  /** CRC of each 1-digit string, by digit. */
+  one: Uint16Array;
+  /** CRC of each 2-digit string `d1 d2` (a leading 0 allowed: a tail), at d1 × 36 + d2. */
+  two: Uint16Array;
+  /** Slot → the smallest digit whose 1-digit string lands there, or -1. */
+  oneBySlot: Int8Array;
+  /** Slot → the smallest 2-digit string (as above, leading 0 allowed) that lands there, or -1. */
+  twoBySlot: Int16Array;
+}
+let tagIndex: TagIndex | undefined;
+
+function buildTagIndex(): TagIndex {
+  const one = new Uint16Array(36);
+  const two = new Uint16Array(36 * 36);
+  const oneBySlot = new Int8Array(SLOTS).fill(-1);
+  const twoBySlot = new Int16Array(SLOTS).fill(-1);
+  for (let a = 0; a < 36; a++) {
+    one[a] = push(0, DIGITS.charCodeAt(a));
+    if (oneBySlot[(one[a] as number) & LOW] === -1) oneBySlot[(one[a] as number) & LOW] = a;
+  }
+  for (let i = 0; i < 36 * 36; i++) {
+    two[i] = push(one[Math.floor(i / 36)] as number, DIGITS.charCodeAt(i % 36));
+    if (twoBySlot[(two[i] as number) & LOW] === -1) twoBySlot[(two[i] as number) & LOW] = i;
+  }
+  return { one, two, oneBySlot, twoBySlot };
+}
+
+/** Slot → its counter tag, shared by every prefix without a `{` of its own (filled per slot, on first use). */
+const tagsBySlot: (string | undefined)[] = new Array<string | undefined>(SLOTS);
+
+/** The first base-36 tag (in the order 0, 1, …) whose CRC16 lands in `slot`. */
+function tagOfSlot(slot: number): string {
+  const found = tagsBySlot[slot];
+  if (found !== undefined) return found;
+  const x = (tagIndex ??= buildTagIndex());
+  const pair = (i: number): string => DIGITS.charAt(Math.floor(i / 36)) + DIGITS.charAt(i % 36);
+  let tag: string | undefined;
+  // 1 digit; then 2 digits (no leading 0)
+  if (x.oneBySlot[slot] !== -1) tag = DIGITS.charAt(x.oneBySlot[slot] as number);
+  for (let i = 36; tag === undefined && i < 36 * 36; i++) if (((x.two[i] as number) & LOW) === slot) tag = pair(i);
+  // 3 digits: a 2-digit head (no leading 0) and a 1-digit tail
+  for (let h = 36; tag === undefined && h < 36 * 36; h++) {
+    const t = x.oneBySlot[(push(x.two[h] as number, 0) ^ slot) & LOW] as number;
+    if (t !== -1) tag = pair(h) + DIGITS.charAt(t);
+  }
+  // 4 digits: a 2-digit head (no leading 0) and a 2-digit tail
+  for (let h = 36; tag === undefined && h < 36 * 36; h++) {
+    const t = x.twoBySlot[(push(push(x.two[h] as number, 0), 0) ^ slot) & LOW] as number;
+    if (t !== -1) tag = pair(h) + pair(t);
+  }
+  if (tag === undefined) throw new Error(`holdfast: no fencing counter tag for slot ${slot}`);
+  tagsBySlot[slot] = tag;
+  return tag;
+}
+
+/** Per prefix: slot → the counter key of that slot (filled per slot, on first use). */
 const counterTables = new Map<string, (string | undefined)[]>();
 
 /**
- * The fencing counter keys of `prefix`, by slot. Computed once per prefix by trying tags `0`, `1`, … (base 36) until
- * every slot has one: about 170,000 CRCs, a few ms. Under a prefix whose own hash tag decides the slot of every key,
- * all names share one slot, and one counter.
+ * The fencing counter key of `slot` under `prefix`. Under a prefix without a `{`, from the shared tag of the slot (see
+ * above). Under a prefix with one, its own hash tag (when it has one) decides the slot of every key: all names share
+ * one slot and one counter, found at the first tag; a prefix with a `{` but no hash tag gets the walk, for that slot.
  */
-function counterTable(prefix: string): (string | undefined)[] {
-  let table = counterTables.get(prefix);
-  if (table) return table;
-  table = new Array<string | undefined>(SLOTS);
-  let filled = 0;
-  for (let n = 0; filled < SLOTS && n < 2_000_000; n++) {
-    const key = `${prefix}{${n.toString(36)}}:fence`;
-    const slot = slotOf(key);
-    if (table[slot] === undefined) {
-      table[slot] = key;
-      filled++;
+function counterKey(prefix: string, table: (string | undefined)[], slot: number): string | undefined {
+  const known = table[slot];
+  if (known !== undefined) return known;
+  let key: string | undefined;
+  if (!prefix.includes('{')) {
+    key = `${prefix}{${tagOfSlot(slot)}}:fence`;
+  } else {
+    for (let n = 0; key === undefined && n < 2_000_000; n++) {
+      const candidate = `${prefix}{${n.toString(36)}}:fence`;
+      if (slotOf(candidate) === slot) key = candidate;
     }
   }
-  counterTables.set(prefix, table);
+  table[slot] = key;
+  return key;
+}
+
+/** @internal The counter table of `prefix` (slot → key), shared by its `Keys`. */
+function counterTable(prefix: string): (string | undefined)[] {
+  let table = counterTables.get(prefix);
+  if (!table) counterTables.set(prefix, (table = new Array<string | undefined>(SLOTS)));
   return table;
 }
 
@@ -143,7 +222,7 @@ export class Keys {
    */
   fence(name: string): string {
     // every key of a name is in the slot of its `{…}` part (or of the prefix's own hash tag): the base decides it
-    const key = (this.#counters ??= counterTable(this.prefix))[slotOf(this.base(name))];
+    const key = counterKey(this.prefix, (this.#counters ??= counterTable(this.prefix)), slotOf(this.base(name)));
     if (key === undefined) throw new Error(`holdfast: no fencing counter key for the slot of "${name}" under prefix "${this.prefix}"`);
     return key;
   }

@@ -5,9 +5,13 @@
  * primitive supplies its scripts as {@link HoldOps}; everything else is written here once.
  *
  * The release rule, for every primitive:
+ * - A release that may end the hold stops the watchdog before it is sent, and waits for a renewal in flight: no
+ *   renewal runs after it, so a released lock stays released.
  * - A release is sent with a request id; a try whose reply was lost is sent again (up to 3 tries) and reports what
  *   the first run did. A reply that came across a reconnect (the client may have resent the command itself) is read
- *   the same way.
+ *   the same way. A "not held" such a try finds reads as released only while the hold's deadline has not passed;
+ *   past it, the first try may never have reached Redis, and `release()` rejects with `LockNotHeldError` (see
+ *   `HoldTable.#send`).
  * - A release that cannot reach Redis never keeps the lock alive: renewal ends at the first failed try, so the lock
  *   frees by itself within one lease. A try that a Redis Cluster slot in migration refused did not run and is not
  *   counted while the lease lasts. After the last try the hold is given up (its `signal` aborts with reason
@@ -22,7 +26,7 @@ import { RELEASE_REPLY } from '../lua/codes.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
-import { Lease } from './lease.js';
+import { deadlineOf, Lease, validityLeft } from './lease.js';
 import { backoff, BACKGROUND_BACKOFF, RELEASE_BACKOFF } from './backoff.js';
 import { fingerprint } from '../diagnostics.js';
 import { kindOf, publishLost, traceRenew, type HeldFacts, type TracedHold } from './trace.js';
@@ -95,6 +99,26 @@ export function markerOnDemand(
 const RELEASE_TRIES = 3;
 
 const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
+
+/** A release that may answer only an earlier run, come past the hold's deadline (see `HoldTable.#send`). */
+class LeaseLapsed extends Error {}
+
+/**
+ * A grant whose reply came after its lease was over (see {@link HoldTable.held}): no grant. It never reaches the
+ * user: the wait loop reads it as a busy attempt once `undone` (the undo of the grant) has settled.
+ */
+export class LateGrant extends Error {
+  constructor(
+    name: string,
+    /** How long the reply took, in ms. */
+    readonly tookMs: number,
+    /** Settles once the grant was undone (or the undo failed: the lease bounds it). */
+    readonly undone: Promise<void>,
+  ) {
+    super(`the grant of "${name}" came ${Math.round(tookMs)} ms after its request, past its lease: not held`);
+    this.name = 'LateGrant';
+  }
+}
 
 /** A release given up to the background after its tries failed. */
 interface Abandoned {
@@ -177,9 +201,43 @@ export class HoldTable {
    * Records an acquisition confirmed by Redis for a request sent at `sentAt` and returns its hold (hold count
    * raised). `watchdog`: renew every `watchdogInterval`; else the lease simply runs out. `firstLeaseMs`: Redis set a
    * shorter first lease than `leaseMs` (see `LeaseOptions.firstLeaseMs`).
+   *
+   * The grant rule, for every primitive (Redlock's validity rule is the same one, see `validityLeft`): a grant whose
+   * reply comes when its lease, counted from `sentAt` less the drift, is already over is no grant. Another owner may
+   * hold the lock by then; the holder would be told it holds a lock it cannot count on. Such a grant is undone (one
+   * hold of `owner` released, which changes nothing when the lock is no longer ours) and {@link LateGrant} is thrown:
+   * the wait loop reads it as a busy attempt (see `refusedWhileMigrating`), so the caller goes on waiting within its
+   * timeout, and a single attempt finds nothing. A re-entry joins a hold of this owner still within its deadline;
+   * one past it is lost at once, as its timer would tell a moment later.
+   * @throws {LateGrant} when the grant came too late
    */
   held(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
+    return this.heldEach([owner], token, sentAt, leaseMs, watchdog, firstLeaseMs)[0] as Hold;
+  }
+
+  /**
+   * {@link HoldTable.held} for the owners of one grant (the permits one request took, each its own owner): one
+   * check for all; a late grant undoes every one of them.
+   * @throws {LateGrant} when the grant came too late
+   */
+  heldEach(owners: readonly string[], token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold[] {
+    const at = now();
+    if (at >= deadlineOf(sentAt, firstLeaseMs ?? leaseMs)) {
+      // a live hold of the same owner keeps the re-entry valid; only a grant with nothing valid behind it is undone
+      const joined = owners.length === 1 ? this.get(owners[0] as string) : undefined;
+      if (!joined || joined.lease.done || joined.lease.lapsed(at)) {
+        const ops = this.ops;
+        const undone = Promise.all(owners.map((o) => ops.releaseRequest(o, 1)(false).catch(() => 0))).then(() => {});
+        throw new LateGrant(this.ops.name, at - sentAt, undone);
+      }
+    }
+    return owners.map((owner) => this.#record(owner, token, sentAt, leaseMs, watchdog, firstLeaseMs));
+  }
+
+  /** Records a grant already checked: a new hold, or one more acquisition of a live one. */
+  #record(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
     let hold = this.get(owner);
+    if (hold && !hold.lease.done) hold.lease.lapsed(); // past its deadline: lost now, not at its timer's turn
     if (!hold || hold.lease.done) {
       const created = new Hold(this, owner, token);
       const host = this.host;
@@ -216,11 +274,16 @@ export class HoldTable {
   async adopt(owner: string, leaseMs: number, watchdog: boolean): Promise<{ hold: Hold; holdCount: number } | null> {
     const ops = this.ops;
     if (!ops.inspectOwner) throw new TypeError(`a ${ops.kind} cannot be adopted`);
-    const sentAt = now();
-    if (!(await ops.renew(owner, leaseMs))) return null;
-    const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
-    if (!info) return null; // released between the two calls
-    return { hold: this.held(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
+    // The grant rule (see `held`): a renewal whose reply came past its lease sets nothing that can be counted on, so
+    // it is sent again (an adoption raises no hold count: nothing to undo); a few late replies in a row are an error.
+    for (let tries = 1; ; tries++) {
+      const sentAt = now();
+      if (!(await ops.renew(owner, leaseMs))) return null;
+      const info = await ops.inspectOwner(owner); // called on ops: a primitive may supply it as a method
+      if (!info) return null; // released between the two calls
+      if (validityLeft(sentAt, leaseMs) > 0) return { hold: this.#record(owner, info.token, sentAt, leaseMs, watchdog), holdCount: info.holdCount };
+      if (tries >= 3) throw new RedisConnectionError(`the adoption of ${ops.kind} "${ops.name}" was confirmed too late ${tries} times: Redis answers slower than the lease`);
+    }
   }
 
   /** The live hold of `owner` here, if any. */
@@ -281,6 +344,9 @@ export class HoldTable {
     if (hold.claim) await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
     if (hold.abandoned) return this.#retryAbandoned(hold);
     const lease = hold.lease;
+    // A release is final: before one that may end the hold goes out, renewal stops and a renewal in flight settles
+    // (see `Lease.suspend`); renewal goes on only if the hold is still held here afterwards.
+    if (hold.holds <= 1) await lease.suspend();
     const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
     request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
     const transient = this.ops.isTransient ?? isConnectionError;
@@ -289,10 +355,22 @@ export class HoldTable {
     try {
       for (let failed = 0; ; ) {
         try {
-          left = await this.#send(request);
+          left = await this.#send(request, lease);
           break;
         } catch (error) {
-          if (!transient(error)) throw error;
+          if (error instanceof LeaseLapsed) {
+            hold.holds = Math.max(0, hold.holds - 1);
+            lease.lose('expired');
+            this.forget(hold);
+            throw new LockNotHeldError(
+              this.ops.name,
+              `${this.ops.kind} "${this.ops.name}" was not released by this owner: the lease lapsed before the release reached Redis`,
+            );
+          }
+          if (!transient(error)) {
+            lease.resume(); // the release did not happen: the hold goes on
+            throw error;
+          }
           lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
           // A Redis Cluster slot in migration refused the try (it did not run): the lock is held all the same, so the
           // release keeps trying until the lease runs out, whatever the number of tries.
@@ -315,11 +393,23 @@ export class HoldTable {
     if (left === 0 || hold.holds === 0) {
       lease.stop();
       this.forget(hold);
+    } else {
+      lease.resume(); // holds remain here (a re-entry came meanwhile): renewal goes on
     }
   }
 
-  /** Sends one try of `request`; a "not held" that may answer an earlier run of the same request reads as released. */
-  async #send(request: ReleaseRequest): Promise<number> {
+  /**
+   * Sends one try of `request`. The rule for a "not held" (-1) that may answer an earlier run of the same request (a
+   * retry after a lost reply, or a reply that came across a reconnect, which may answer the client's own resent copy),
+   * when the hold was valid as the request was first sent:
+   * - the earlier run left holds: its release marker says so, and the script answers what that run did (never -1);
+   * - the reply came before the hold's deadline: nothing but an earlier run could have freed the lock while its lease
+   *   ran (the watchdog is stopped for the release, so the deadline no longer moves): released;
+   * - the reply came past the deadline: the first try may have been lost before Redis and the lease lapsed meanwhile
+   *   (another owner may have taken the lock since): whether it was ever released by this owner cannot be told, and
+   *   {@link LeaseLapsed} is thrown: `release()` rejects with `LockNotHeldError`.
+   */
+  async #send(request: ReleaseRequest, lease: Lease): Promise<number> {
     const retry = request.sent;
     request.sent = true;
     const epoch = this.host.epoch?.();
@@ -330,9 +420,9 @@ export class HoldTable {
       if (didNotRun(error)) request.sent = retry; // refused, not run: the next try is no retry of this one
       throw error;
     }
-    // A full release whose reply was lost leaves nothing to find: the lock is gone, as the first run left it. The
-    // same holds for a reply that came across a reconnect, which may answer the client's own resent copy.
-    return (retry || this.host.epoch?.() !== epoch) && reply < 0 && request.heldWhenSent === true ? 0 : reply;
+    if (reply >= 0 || request.heldWhenSent !== true || !(retry || this.host.epoch?.() !== epoch)) return reply;
+    if (now() < lease.deadline) return 0;
+    throw new LeaseLapsed();
   }
 
   /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */

@@ -39,6 +39,22 @@ export function driftOf(leaseMs: number): number {
   return Math.floor(leaseMs * 0.01) + 2;
 }
 
+/**
+ * The one validity rule of every lease, the hold engine's and Redlock's alike: a lease of `leaseMs` set by a request
+ * sent at `sentAt` (monotonic) counts until `sentAt + leaseMs − drift`. An infinite lease never ends.
+ */
+export function deadlineOf(sentAt: number, leaseMs: number): number {
+  return leaseMs === Infinity ? Infinity : sentAt + leaseMs - driftOf(leaseMs);
+}
+
+/**
+ * ms of validity left now (Redlock's `lease − elapsed − drift`) of a lease of `leaseMs` set by a request sent at
+ * `sentAt`: a grant whose reply comes with none left (≤ 0) is no grant. See {@link deadlineOf}.
+ */
+export function validityLeft(sentAt: number, leaseMs: number, at: number = now()): number {
+  return deadlineOf(sentAt, leaseMs) - at;
+}
+
 export class Lease implements Due {
   // Created on first use of `signal`: most holds are released without anyone looking at it.
   #controller: AbortController | undefined;
@@ -59,13 +75,17 @@ export class Lease implements Due {
   #fixed = false;
   /** The lease length Redis was last told to keep (the watchdog's, or the last `extend`). */
   #ttlMs: number;
+  /** Set by {@link Lease.suspend} while a release that may end the hold is on its way: no renewal is sent. */
+  #suspended = false;
+  /** The renewal in flight, if any: a release waits for it before it is sent. */
+  #inFlight: Promise<void> | undefined;
 
   constructor(opts: LeaseOptions) {
     this.#opts = opts;
     this.#ttlMs = opts.leaseMs;
     const first = opts.firstLeaseMs ?? opts.leaseMs;
     // An infinite lease (a permit that persists until released) has no deadline.
-    this.#deadline = first === Infinity ? Infinity : opts.sentAt + first - driftOf(first);
+    this.#deadline = deadlineOf(opts.sentAt, first);
     this.#renewAt = opts.renewEveryMs === undefined ? Infinity : opts.sentAt + opts.renewEveryMs;
     this.#arm();
   }
@@ -108,6 +128,28 @@ export class Lease implements Due {
     this.#renewAt = Infinity;
   }
 
+  /**
+   * The release rule "a release is final", for every primitive: before a release that may end the hold is sent, the
+   * watchdog sends no more renewals, and a renewal already in flight settles first. So no renewal of this hold runs
+   * after its release in Redis, and none can set a released key again (the Redlock renewal takes a key back on a node
+   * that lost it: only while the hold is live). Resolves once no renewal is in flight. {@link Lease.resume} undoes it
+   * when the release leaves the hold held here.
+   */
+  suspend(): Promise<void> {
+    this.#suspended = true;
+    this.#renewAt = Infinity;
+    return this.#inFlight ?? Promise.resolve();
+  }
+
+  /** Renewal goes on after {@link Lease.suspend} (the release left holds here, or did not run): one renewal at once. */
+  resume(): void {
+    if (!this.#suspended) return;
+    this.#suspended = false;
+    if (!this.renewing) return;
+    this.#renewAt = now();
+    this.#arm();
+  }
+
   /** True while the watchdog renews this lease (not for a fixed lease, nor after {@link Lease.fix} or a failed release). */
   get renewing(): boolean {
     return this.#opts.renewEveryMs !== undefined && !this.#renewalEnded && !this.#stopped;
@@ -131,7 +173,7 @@ export class Lease implements Due {
   confirm(sentAt: number, leaseMs: number, exact = false): void {
     if (this.#stopped) return;
     this.#ttlMs = leaseMs;
-    const deadline = leaseMs === Infinity ? Infinity : sentAt + leaseMs - driftOf(leaseMs);
+    const deadline = deadlineOf(sentAt, leaseMs);
     if (deadline > this.#deadline) {
       this.#deadline = deadline;
     } else if (exact && deadline < this.#deadline) {
@@ -171,20 +213,43 @@ export class Lease implements Due {
     this.#timer = timers.add(at, this);
   }
 
+  /**
+   * True when the deadline has passed at `at`: the lease is then marked lost at once, as its timer would (a hold past
+   * its deadline is never handed out, even before its timer turn comes).
+   */
+  lapsed(at: number = now()): boolean {
+    if (at < this.#deadline) return false;
+    this.lose(this.#lossAtDeadline());
+    return true;
+  }
+
+  /** Why a lease that reached its deadline is lost: it was meant to run out, or the watchdog did not get through. */
+  #lossAtDeadline(): LockLostReason {
+    return this.#opts.renewEveryMs === undefined || this.#fixed ? 'expired' : 'renewal-failed';
+  }
+
   /** @internal Called by the timer queue. */
   due(): void {
     this.#timer = undefined;
     if (this.#stopped) return;
     const t = now();
     if (t >= this.#deadline) {
-      this.lose(this.#opts.renewEveryMs === undefined || this.#fixed ? 'expired' : 'renewal-failed');
+      this.lose(this.#lossAtDeadline());
       return;
     }
     if (t >= this.#renewAt) void this.#renew();
     this.#arm();
   }
 
-  async #renew(): Promise<void> {
+  #renew(): Promise<void> {
+    const renewal = this.#renewOnce().finally(() => {
+      if (this.#inFlight === renewal) this.#inFlight = undefined;
+    });
+    this.#inFlight = renewal;
+    return renewal;
+  }
+
+  async #renewOnce(): Promise<void> {
     this.#renewAt = Infinity; // one renewal in flight at a time
     const sentAt = now();
     const every = this.#opts.renewEveryMs ?? this.#opts.leaseMs;
@@ -195,7 +260,7 @@ export class Lease implements Due {
         // A release of ours ran before this renewal did: the key is gone because we gave it up, not lost. The release
         // settles the hold; if it leaves holds, renewal goes on.
         if (this.releasing > 0) {
-          this.#renewAt = sentAt + every;
+          this.#renewAt = this.#suspended ? Infinity : sentAt + every;
           this.#arm();
           return;
         }
@@ -214,6 +279,7 @@ export class Lease implements Due {
       }
       this.#renewAt = now() + Math.max(10, Math.min(every, Math.floor(left / 3)));
     }
+    if (this.#suspended) this.#renewAt = Infinity; // a release is on its way: nothing more until it says so
     this.#arm();
   }
 }

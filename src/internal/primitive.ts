@@ -85,6 +85,8 @@ export interface Acquiring<H extends LeasedHeld> extends AcquireParams {
    * `owner`: when the grant is not the acquisition's owner's (a permit's id). `firstLeaseMs`: see `LeaseOptions.firstLeaseMs`.
    */
   grant(token: number, holdCount: number, sentAt: number, owner?: string, firstLeaseMs?: number): H;
+  /** One grant for several owners at once (a permit per id): judged once, undone for all when it came too late. */
+  grantEach(owners: readonly string[], token: number, holdCount: number, sentAt: number): H[];
   /** The hold engine of this primitive handle (for a hand-off's claim). */
   readonly table: HoldTable;
 }
@@ -305,6 +307,11 @@ class Run<H extends LeasedHeld> extends AcquireParams implements Acquiring<H> {
   grant(token: number, holdCount: number, sentAt: number, owner = this.owner, firstLeaseMs?: number): H {
     const template = this.#template;
     return template.spec.wrap(template.table.held(owner, token, sentAt, this.leaseMs, this.watchdog, firstLeaseMs), holdCount);
+  }
+
+  grantEach(owners: readonly string[], token: number, holdCount: number, sentAt: number): H[] {
+    const template = this.#template;
+    return template.table.heldEach(owners, token, sentAt, this.leaseMs, this.watchdog).map((hold) => template.spec.wrap(hold, holdCount));
   }
 }
 

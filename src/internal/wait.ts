@@ -7,6 +7,7 @@ import type { Core } from '../core.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
+import { LateGrant } from './hold.js';
 import type { Listener } from './notifier.js';
 
 /** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
@@ -26,12 +27,16 @@ export function retryAfterPttl(pttl: number): number {
 const MIGRATING_RETRY_MS = 50;
 
 /**
- * For an attempt that rejected with `error`: when the attempt's script surely did not run because its slot is being
- * migrated (see `didNotRun`) and the caller waits (`timeout` not 0), a busy outcome, to try again shortly; else
- * `error` is thrown again. A migration refuses a script whose keys are not all on one node until it ends, which can
- * outlast `commandTimeout`: the acquisition's own `timeout` bounds the wait instead.
+ * For an attempt that rejected with `error`: a busy outcome, to try again, in two cases; else `error` is thrown again.
+ * - A grant that came past its lease ({@link LateGrant}, see `HoldTable.held`): no grant. Once it is undone, the
+ *   attempt reads as busy with no wait (a single attempt then finds nothing; a wait tries again at once, within its
+ *   timeout).
+ * - The attempt's script surely did not run because its slot is being migrated (see `didNotRun`) and the caller waits
+ *   (`timeout` not 0): try again shortly. A migration refuses a script whose keys are not all on one node until it
+ *   ends, which can outlast `commandTimeout`: the acquisition's own `timeout` bounds the wait instead.
  */
-export function refusedWhileMigrating<T>(error: unknown, timeout: number | undefined): Attempt<T> {
+export function refusedWhileMigrating<T>(error: unknown, timeout: number | undefined): Attempt<T> | Promise<Attempt<T>> {
+  if (error instanceof LateGrant) return error.undone.then((): Attempt<T> => ({ done: false, retryInMs: 0 }));
   if (timeout === 0 || !didNotRun(error)) throw error;
   return { done: false, retryInMs: MIGRATING_RETRY_MS };
 }

@@ -431,7 +431,8 @@ class PermitAcquisition<R extends Permit | Permit[]> implements Acquisition<R> {
       ? await sem.core.run(scripts['psem/acquire-each'], sem.keys, [this.#leaseArg, sem.channel, ...ids], budget)
       : await sem.core.run(scripts['psem/acquire'], sem.keys, [ids[0] as string, n, this.#leaseArg, sem.channel], budget);
     if (reply[0] === 1) {
-      const taken = ids.map((id) => a.grant(0, each ? 1 : n, sentAt, id));
+      // one grant for every id: judged once, and undone for all when it came too late (see `HoldTable.heldEach`)
+      const taken = a.grantEach(ids, 0, each ? 1 : n, sentAt);
       return { done: true, value: (each ? taken : taken[0]) as R };
     }
     const hint = reply[1] ?? -1;

@@ -25,8 +25,8 @@ import type { RedisTransport } from '../client.js';
 import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { sleep } from '../internal/sleep.js';
-import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
-import { driftOf } from '../internal/lease.js';
+import { HoldTable, LateGrant, LeasedHeld, type Hold } from '../internal/hold.js';
+import { driftOf, validityLeft } from '../internal/lease.js';
 import { traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
@@ -239,12 +239,21 @@ export class RedlockSemaphore {
     const kept = won.slice(0, want);
     const extra = order.filter((slot) => !kept.includes(slot));
     if (extra.length > 0 && votes.size > kept.length) await this.#releaseEverywhere(owner, extra);
-    const validity = leaseMs - (now() - start) - driftOf(leaseMs);
-    if (validity <= 0) {
-      return fail(`no validity left: the attempt took ${Math.round(now() - start)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`);
-    }
+    // the engine's one validity rule (see `validityLeft`); `HoldTable.held` checks it once more as it records the hold
+    const validity = validityLeft(start, leaseMs);
+    const late = (): Promise<AttemptResult> =>
+      fail(`no validity left: the attempt took ${Math.round(now() - start)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`);
+    if (validity <= 0) return late();
     this.#slots.set(owner, kept);
-    return { held: new HeldRedlockPermits(this.#table.held(owner, 0, start, leaseMs, watchdog), want, validity, results), results };
+    let hold: Hold;
+    try {
+      hold = this.#table.held(owner, 0, start, leaseMs, watchdog);
+    } catch (error) {
+      if (!(error instanceof LateGrant)) throw error;
+      await error.undone;
+      return late(); // releases every slot offered, as any failed attempt
+    }
+    return { held: new HeldRedlockPermits(hold, want, validity, results), results };
   }
 
   #keys(slots: readonly number[]): string[] {

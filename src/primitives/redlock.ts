@@ -32,10 +32,10 @@ import {
 } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { sleep } from '../internal/sleep.js';
-import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
+import { HoldTable, LateGrant, LeasedHeld, type Hold } from '../internal/hold.js';
 import { traceAcquire } from '../internal/trace.js';
 import type { AcquireContext } from '../diagnostics.js';
-import { driftOf } from '../internal/lease.js';
+import { driftOf, validityLeft } from '../internal/lease.js';
 import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration, optSignal } from '../internal/validate.js';
 import { Keys } from '../keys.js';
 import { scripts } from '../lua/scripts.gen.js';
@@ -367,7 +367,7 @@ export class RedlockLock {
       return { node, status: held === -1 ? 'busy' : 'not-held' };
     });
     const holding = results.filter((r) => r.status === 'acquired').length;
-    const validity = leaseMs - (now() - start) - driftOf(leaseMs);
+    const validity = validityLeft(start, leaseMs);
     if (holding < quorum) {
       const refused = results.filter((r) => r.status === 'busy' || r.status === 'not-held').length;
       if (refused > nodes.length - quorum) throw new LockNotHeldError(this.name, `redlock "${this.name}" is not held by the owner to adopt on a majority of nodes`);
@@ -445,12 +445,11 @@ export class RedlockLock {
       return value.acquired ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value.pttl };
     });
     const granted = results.filter((r) => r.status === 'acquired').map((r) => r.node);
-    const noValidity = (): string | undefined => {
-      const elapsed = now() - start;
-      return leaseMs - elapsed - driftOf(leaseMs) > 0
+    // the engine's one validity rule (see `validityLeft`, `HoldTable.held`)
+    const noValidity = (): string | undefined =>
+      validityLeft(start, leaseMs) > 0
         ? undefined
-        : `no validity left: the attempt took ${Math.round(elapsed)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`;
-    };
+        : `no validity left: the attempt took ${Math.round(now() - start)} ms of a ${leaseMs} ms lease (drift ${driftOf(leaseMs)} ms)`;
     // A majority that came too late is no lock: skip the fencing round (its owner checks would fail anyway).
     const late = granted.length >= quorum ? noValidity() : undefined;
     if (late !== undefined) {
@@ -469,9 +468,16 @@ export class RedlockLock {
         else if (reply.status === 'fulfilled') results[node] = { node, status: 'not-held' };
         else results[node] = { node, status: 'error', error: toError(reply.reason) };
       });
-      const validity = leaseMs - (now() - start) - driftOf(leaseMs);
+      const validity = validityLeft(start, leaseMs);
       if (fenced >= quorum && validity > 0) {
-        return { held: this.#held(owner, token, start, leaseMs, validity, watchdog, results), results };
+        try {
+          return { held: this.#held(owner, token, start, leaseMs, validity, watchdog, results), results };
+        } catch (error) {
+          // the engine judged it at a later instant, past the deadline: it undid the grant everywhere
+          if (!(error instanceof LateGrant)) throw error;
+          await error.undone;
+          return { held: undefined, results, detail: noValidity() ?? '' };
+        }
       }
       await this.#releaseEverywhere(owner);
       return { held: undefined, results, detail: fenced < quorum ? `the fencing round reached ${fenced} node(s)` : noValidity() ?? '' };

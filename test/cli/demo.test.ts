@@ -1,6 +1,6 @@
  
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -215,5 +215,35 @@ describe('holdfast demo (built CLI)', () => {
     const c = new R(server.url);
     assert.deepEqual(await c.keys('holdfast-demo:*'), []);
     c.disconnect();
+  });
+});
+
+describe('holdfast demo with no Redis anywhere (built CLI)', () => {
+  let out: string;
+  let bin: string;
+  before(async () => {
+    await ensureBuilt();
+    out = mkdtempSync(join(tmpdir(), 'holdfast-demo-mem-'));
+    // a PATH with node only: no redis-server to start
+    bin = mkdtempSync(join(tmpdir(), 'holdfast-demo-path-'));
+    symlinkSync(process.execPath, join(bin, 'node'));
+  });
+  after(() => {
+    rmSync(out, { recursive: true, force: true });
+    rmSync(bin, { recursive: true, force: true });
+  });
+
+  it('runs on the in-process backend, says so in its first line, and holdfast survives a crash', async () => {
+    // port 1: nothing listens there (and never the Redis at 6379)
+    const r = await run(['demo', '--only', 'holdfast,no-ttl', '--only', 'crash', '--workers', '2', '--duration', '1000', '--out', out], {
+      PATH: bin,
+      REDIS_URL: 'redis://127.0.0.1:1',
+    }, undefined, 90_000);
+    assert.equal(r.code, 0, r.stderr);
+    const first = r.stdout.split('\n')[0] ?? '';
+    assert.match(first, /on holdfast's in-process backend \(holdfast\/memory, no Redis at \$REDIS_URL and no redis-server on PATH\)/);
+    assert.match(r.stdout, /holdfast\s+crash\s+.*\bok\b/);
+    assert.match(r.stdout, /no-ttl\s+crash\s+.*DEADLOCK/, 'a naive scheme runs on it too, and shows its failure');
+    assert.ok(existsSync(join(out, 'demo-timeline.svg')));
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { StaleTokenError, type Holdfast } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker } from '../primitives/fixtures/spawn.js';
@@ -76,7 +76,7 @@ describeEachAdapter('fencing against a Redis key', (ctx) => {
 
 void describe('fencing against a Redis key, across processes', () => {
   void it('a SIGSTOPped holder resumes after B took over: its stale write is rejected', async () => {
-    const { holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url);
+    const { holdfast, dispose } = await makeHoldfast(serverAdapter, server.url);
     const a = startWorker('fenced-writer', server.url, holdfast.settings.prefix, 'ledger', 400, 150);
     try {
       const held = await a.next('held');

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import 'reflect-metadata';
 import { CronJob } from 'cron';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep, type Opened } from '../support/suite.js';
 import { runOnce } from '../../src/integrations/cron.js';
@@ -63,7 +63,7 @@ void describe('scheduler adapters reject bad arguments at once', () => {
   let made: Awaited<ReturnType<typeof makeHoldfast>>;
   before(async () => {
     server = await RedisServer.start();
-    made = await makeHoldfast(adapters[0]!, server.url);
+    made = await makeHoldfast(serverAdapter, server.url);
   });
   after(async () => {
     await made.dispose();
@@ -117,7 +117,7 @@ void describe('scheduler adapters after holdfast.close()', () => {
   });
 
   void it('a CronJob that ticks after its holdfast client was closed reports ClientClosedError to onError instead of throwing into cron; node-cron skips the fire and reports it', async () => {
-    const made = await makeHoldfast(adapters[0]!, server.url);
+    const made = await makeHoldfast(serverAdapter, server.url);
     const errors: [unknown, JobRunInfo][] = [];
     const ran: number[] = [];
     const onTick = runOnce(made.holdfast, 'closed-job', () => void ran.push(Date.now()), { onError: (e, info) => void errors.push([e, info]) });

@@ -11,7 +11,8 @@ import { describeEachAdapter, sleep } from '../support/suite.js';
 describeEachAdapter(
   'A Redis that evicts keys',
   (ctx) => {
-    test('the first acquisition warns about the policy (a typed warning event), once', async () => {
+    test('the first acquisition warns about the policy (a typed warning event), once', async (t) => {
+      if (!ctx.requireServer(t, "sets the server's maxmemory-policy (an in-process store never evicts, its policy is noeviction)")) return;
       const { holdfast } = await ctx.open();
       const warnings: HoldfastWarning[] = [];
       holdfast.on('warning', (w) => warnings.push(w));
@@ -25,7 +26,8 @@ describeEachAdapter(
       assert.match(warnings[0]!.message, /noeviction/);
     });
 
-    test('without a warning listener, many clients of one process give the process warning once for this server', async () => {
+    test('without a warning listener, many clients of one process give the process warning once for this server', async (t) => {
+      if (!ctx.requireServer(t, "sets the server's maxmemory-policy (an in-process store never evicts, its policy is noeviction)")) return;
       const given: string[] = [];
       const onWarning = (w: Error & { code?: string }): void => void (w.code === 'HOLDFAST_EVICTION_POLICY' && given.push(w.message));
       process.on('warning', onWarning);
@@ -43,7 +45,8 @@ describeEachAdapter(
       }
     });
 
-    test("evictionPolicy: 'refuse' rejects every acquisition with EvictionPolicyError", async () => {
+    test("evictionPolicy: 'refuse' rejects every acquisition with EvictionPolicyError", async (t) => {
+      if (!ctx.requireServer(t, "sets the server's maxmemory-policy (an in-process store never evicts, its policy is noeviction)")) return;
       const { holdfast } = await ctx.open({ evictionPolicy: 'refuse' });
       await assert.rejects(holdfast.lock('r').acquire(), (e: unknown) => e instanceof EvictionPolicyError && e.code === 'EVICTION_POLICY');
       await assert.rejects(holdfast.fairLock('r').tryAcquire(), EvictionPolicyError);
@@ -59,7 +62,8 @@ describeEachAdapter(
       assert.equal(warned, false);
     });
 
-    test('a held lock evicted under memory pressure: another client can take it, and the holder’s signal aborts by its next renewal', async () => {
+    test('a held lock evicted under memory pressure: another client can take it, and the holder’s signal aborts by its next renewal', async (t) => {
+      if (!ctx.requireServer(t, "fills the server's memory under an evicting policy (an in-process store never evicts)")) return;
       const prefix = `ev${Math.random().toString(36).slice(2, 7)}:`;
       const { holdfast } = await ctx.open({ prefix, watchdogLease: 3000, watchdogInterval: 500, evictionPolicy: 'ignore' });
       const other = await ctx.open({ prefix, evictionPolicy: 'ignore' });

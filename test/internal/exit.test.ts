@@ -28,7 +28,9 @@ describe('a script that forgets holdfast.close()', { timeout: 120_000 }, () => {
   });
 
   for (const adapter of allAdapters) {
-    it(`exits by itself after a contended acquisition (${adapter.name})`, async () => {
+    it(`exits by itself after a contended acquisition (${adapter.name})`, async (t) => {
+      // the in-process backend's own exit test is in test/memory/memory.test.ts
+      if (adapter.inProcess) return void t.skip('the child connects to a redis-server by URL: an in-process store lives in one process');
       const child = spawnWorker(FIXTURE, [adapter.name, server.url]);
       const exited = waitForExit(child, 60_000);
       const waited = Number((await waitForLine(child, /^waited \d+$/)).split(' ')[1]);
@@ -64,7 +66,8 @@ describe('the subscriber connection after it closed for being idle', { timeout: 
   }
 
   for (const adapter of allAdapters) {
-    it(`closes ${IDLE_MS} ms after the last wait and opens again for the next one, which pub/sub still wakes (${adapter.name})`, async () => {
+    it(`closes ${IDLE_MS} ms after the last wait and opens again for the next one, which pub/sub still wakes (${adapter.name})`, async (t) => {
+      if (adapter.inProcess) return void t.skip("counts subscribed connections in the server's CLIENT LIST: an in-process store has no connections");
       const a = await makeHoldfast(adapter, server.url);
       const b = await makeHoldfast(adapter, server.url, { prefix: a.holdfast.core.keys.prefix });
       try {

@@ -130,6 +130,36 @@ describe('Lock names', () => {
   });
 });
 
+describe('Fencing counter keys', () => {
+  test('every slot gets the counter key the walk through the tags 0, 1, … finds first, under any prefix', () => {
+    // the walk, as the table was once computed per prefix: slot → the first base-36 tag whose key lands there
+    const walk = (prefix: string): Map<number, string> => {
+      const first = new Map<number, string>();
+      for (let n = 0; first.size < 16384 && n < 400_000; n++) {
+        const key = `${prefix}{${n.toString(36)}}:fence`;
+        const slot = slotOf(key);
+        if (!first.has(slot)) first.set(slot, key);
+      }
+      return first;
+    };
+    const expected = walk('holdfast:');
+    assert.equal(expected.size, 16384);
+    const keys = new Keys('holdfast:');
+    const other = new Keys('other:');
+    // a name per slot: the tags themselves (`{tag}` is the hash tag of the name's keys)
+    for (let n = 0, seen = 0; seen < 16384; n++) {
+      const name = n.toString(36);
+      const slot = slotOf(`holdfast:{${name}}`);
+      if (expected.get(slot) === `holdfast:{${name}}:fence`) seen++;
+      assert.equal(keys.fence(name), expected.get(slot), `slot ${slot}`);
+      assert.equal(other.fence(name), (expected.get(slot) as string).replace('holdfast:', 'other:'));
+    }
+    // a prefix with its own hash tag: every name in its slot, one counter
+    assert.equal(new Keys('app{x}:').fence('a'), 'app{x}:{0}:fence');
+    assert.equal(new Keys('app{x}:').fence('zz'), 'app{x}:{0}:fence');
+  });
+});
+
 describe('null is never "the default"', () => {
   const redis = new Redis({ lazyConnect: true });
   test('every option of Holdfast, FairLock, Redlock and the acquisitions rejects null with a TypeError', async () => {

@@ -68,7 +68,7 @@ describeEachAdapter('replicaSync', (ctx) => {
       await dispose();
     }
   });
-}, { server: { args: ['--repl-diskless-sync-delay', '0'] } });
+}, { server: { args: ['--repl-diskless-sync-delay', '0'] }, requiresServer: 'starts a replica of the server (an in-process store has no replicas)' });
 
 /** Every owner-held primitive: how to take it, and whether it is still taken. */
 const PRIMITIVES: {
@@ -121,4 +121,4 @@ describeEachAdapter('replicaSync on every primitive (a standalone server: no rep
       }
     });
   }
-});
+}, { requiresServer: 'WAIT counts the replicas of a Redis server' });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker } from './fixtures/spawn.js';
@@ -72,7 +72,7 @@ describeEachAdapter('CountDownLatch', (ctx) => {
 
 void describe('CountDownLatch across processes', () => {
   void it('a waiter in one process opens when two other processes count down', async () => {
-    const { holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url);
+    const { holdfast, dispose } = await makeHoldfast(serverAdapter, server.url);
     const prefix = holdfast.settings.prefix;
     const latch = holdfast.countDownLatch('latchp');
     await latch.trySetCount(2);

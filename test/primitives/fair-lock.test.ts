@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError, type FairLock, type Holdfast, LockNotHeldError } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { adapters, makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
@@ -261,8 +261,9 @@ describeEachAdapter('FairLock', (ctx) => {
 
 void describe('FairLock across OS processes', () => {
   // Child processes use each adapter in turn; the parent holds and inspects with the first.
-  const adapter = adapters[0];
+  const adapter = serverAdapter;
   if (!adapter) throw new Error('no adapter');
+  const children = adapters.filter((a) => !a.inProcess);
   const pool: WaiterProcess[] = [];
   const take = (): WaiterProcess => {
     const p = pool.shift();
@@ -270,7 +271,7 @@ void describe('FairLock across OS processes', () => {
     return p;
   };
   before(async () => {
-    for (let i = 0; i < 9; i++) pool.push(waiterProcess(adapters[i % adapters.length]?.name ?? 'ioredis', server.url));
+    for (let i = 0; i < 9; i++) pool.push(waiterProcess((children[i % children.length] ?? serverAdapter).name, server.url));
     await Promise.all(pool.map((p) => p.ready));
   });
   after(() => {
@@ -391,7 +392,7 @@ void describe('FairLock hand-offs under frequent heartbeats', () => {
   // A heartbeat whose reply names a grant to a waiter of its client that no longer waits passes the grant on. A waiter
   // that holds from the hand-off message has stopped waiting before its claim lands: the heartbeat must leave it be.
   void it('never has two holders while each client has several waiters and beats every 20 ms', async () => {
-    const made = await Promise.all([0, 1].map(() => makeHoldfast(adapters[0]!, server.url, { prefix: 'fair-beat:' })));
+    const made = await Promise.all([0, 1].map(() => makeHoldfast(serverAdapter, server.url, { prefix: 'fair-beat:' })));
     try {
       let inside = 0;
       let overlaps = 0;

@@ -64,7 +64,8 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     await assert.rejects(lock.onRelease('x' as never), TypeError);
   });
 
-  test('FairLock across processes: woken by the release over pub/sub; onRelease hears it; a hand-off is a release', async () => {
+  test('FairLock across processes: woken by the release over pub/sub; onRelease hears it; a hand-off is a release', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `fev${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const lock = holdfast.fairLock('fev-proc');
@@ -124,7 +125,8 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     }
   });
 
-  test('ReadWriteLock.waitUntilFree across processes: readers of another process; free = neither a writer nor readers', async () => {
+  test('ReadWriteLock.waitUntilFree across processes: readers of another process; free = neither a writer nor readers', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwev${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const rw = holdfast.readWriteLock('rwev');
@@ -170,7 +172,8 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     unsubscribe();
   });
 
-  test('ReadLock.waitUntilFree: waits while a writer holds or waits; woken by the writer of another process', async () => {
+  test('ReadLock.waitUntilFree: waits while a writer holds or waits; woken by the writer of another process', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwr${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const rw = holdfast.readWriteLock('rwr');

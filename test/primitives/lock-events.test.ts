@@ -31,7 +31,8 @@ describeEachAdapter('Lock events', (ctx) => {
     await assert.rejects(lock.waitUntilFree({ lease: 1 } as never), TypeError);
   });
 
-  test('waitUntilFree across processes: woken by the other process release over pub/sub', async () => {
+  test('waitUntilFree across processes: woken by the other process release over pub/sub', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `ev${ctx.adapter.name}:`;
     const child = spawnWorker(worker, ['hold-release', ctx.adapter.name, ctx.server.url, prefix, 'ev-proc', '600']);
     try {
@@ -50,7 +51,8 @@ describeEachAdapter('Lock events', (ctx) => {
     }
   });
 
-  test('waitUntilFree when the holder dies: an expiry publishes nothing, the wait is bounded by the remaining lease', async () => {
+  test('waitUntilFree when the holder dies: an expiry publishes nothing, the wait is bounded by the remaining lease', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `evx${ctx.adapter.name}:`;
     const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.server.url, prefix, 'ev-exp', '800']);
     try {
@@ -86,7 +88,8 @@ describeEachAdapter('Lock events', (ctx) => {
     await next.release();
   });
 
-  test('onRelease: releases and force-unlocks from another process, until unsubscribed', async () => {
+  test('onRelease: releases and force-unlocks from another process, until unsubscribed', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `evr${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const heard: ReleaseEvent[] = [];

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { allAdapters, makeHoldfast } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker } from './fixtures/spawn.js';
@@ -115,7 +115,7 @@ describeEachAdapter('PermitExpirableSemaphore', (ctx) => {
 
 void describe('PermitExpirableSemaphore across processes', () => {
   void it('permits of a kill -9ed process come back after their lease; 2 permits never admit a 3rd', async () => {
-    const { holdfast, dispose } = await makeHoldfast(adapters[1]!, server.url);
+    const { holdfast, dispose } = await makeHoldfast(allAdapters[1]!, server.url);
     const prefix = holdfast.settings.prefix;
     const sem = holdfast.permitExpirableSemaphore('psep');
     await sem.trySetPermits(2);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { AcquireTimeoutError, LockLostError, LockNotHeldError, UpgradeRefusedError, type Holdfast } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker, type Worker } from './fixtures/spawn.js';
@@ -259,7 +259,7 @@ void describe('ReadWriteLock across processes', () => {
   let holder: Worker;
   let readers: Worker[];
   before(async () => {
-    ({ holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url, { prefix }));
+    ({ holdfast, dispose } = await makeHoldfast(serverAdapter, server.url, { prefix }));
     // start every child at once: process start-up is the slow part on a busy machine
     holder = startWorker('rw-hold-read', server.url, prefix, 'rwp-crash', 8000); // outlasts the slowest start-up and the starvation test, which runs first
     readers = [1, 2].map(() => startWorker('rw-readers', server.url, prefix, 'rwp-starve', 3, 3500, 120));

@@ -24,7 +24,8 @@ async function valueOn(server: RedisServer, key: string): Promise<string | null>
 describeEachAdapter(`Redlock.adopt over ${N} masters`, (ctx) => {
   const { make } = redlockNodes(ctx, 'rla');
 
-  void it('across processes: same token, no second hold; the watchdog is taken over on every node after the holder dies', async () => {
+  void it('across processes: same token, no second hold; the watchdog is taken over on every node after the holder dies', async (t) => {
+    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rlx${ctx.adapter.name}:`;
     const child = spawnWorker(worker, ['hold', ctx.adapter.name, prefix, 'job', ctx.servers.map((s) => s.url).join(',')]);
     try {
@@ -52,7 +53,8 @@ describeEachAdapter(`Redlock.adopt over ${N} masters`, (ctx) => {
     }
   });
 
-  void it('a minority down: adopts from the majority that holds it; a fixed lease is set at once', async () => {
+  void it('a minority down: adopts from the majority that holds it; a fixed lease is set at once', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const first = make();
     const held = await first.lock('min').acquire({ lease: 10_000 });
     const second = make({ prefix: first.keys.prefix, nodeTimeout: 150 });
@@ -92,7 +94,8 @@ describeEachAdapter(`Redlock.adopt over ${N} masters`, (ctx) => {
     await held.release().catch(() => {});
   });
 
-  void it('a majority unreachable: QuorumNotReachedError (adopt), never a false success', async () => {
+  void it('a majority unreachable: QuorumNotReachedError (adopt), never a false success', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const first = make();
     const held = await first.lock('down').acquire({ lease: 10_000 });
     const second = make({ prefix: first.keys.prefix, nodeTimeout: 100 });
@@ -115,7 +118,8 @@ describeEachAdapter(`Redlock.adopt over ${N} masters`, (ctx) => {
     await held.release();
   });
 
-  void it('a slow node eats the validity: a majority holds it, still no adoption', async () => {
+  void it('a slow node eats the validity: a majority holds it, still no adoption', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process (SIGSTOP makes a node slow)')) return;
     const first = make();
     const held = await first.lock('slow').acquire({ lease: 10_000 });
     const second = make({ prefix: first.keys.prefix, nodeTimeout: 150 });

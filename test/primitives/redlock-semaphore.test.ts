@@ -111,7 +111,8 @@ describeEachAdapter(
       await Promise.all([b.release(), third.release()]);
     });
 
-    void it('the watchdog renews by quorum; losing the majority aborts the signal', async () => {
+    void it('the watchdog renews by quorum; losing the majority aborts the signal', async (t) => {
+      if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
       const redlock = make({ watchdogLease: 1000, watchdogInterval: 250 });
       const sem = redlock.semaphore('w', { permits: 1 });
       const lost: LockLostError[] = [];
@@ -151,7 +152,8 @@ describeEachAdapter(
       }
     });
 
-    void it('a minority down: still acquires, extends, refuses past the limit and releases', async () => {
+    void it('a minority down: still acquires, extends, refuses past the limit and releases', async (t) => {
+      if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
       const redlock = make();
       const sem = redlock.semaphore('m', { permits: 2 });
       ctx.servers[3]!.pause();
@@ -171,7 +173,8 @@ describeEachAdapter(
       }
     });
 
-    void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async () => {
+    void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async (t) => {
+      if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
       const redlock = make({ retryCount: 2, retryDelay: 50, retryJitter: 10, nodeTimeout: 100 });
       const sem = redlock.semaphore('M', { permits: 3 });
       await Promise.all(ctx.servers.slice(0, 3).map((s) => s.kill()));

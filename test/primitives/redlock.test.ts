@@ -47,7 +47,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     await assert.rejects(redlock.lock('v').acquire({ leaseMs: 1 } as never), TypeError);
   });
 
-  void it('fencing tokens grow across different quorums (the second round raises the majority)', async () => {
+  void it('fencing tokens grow across different quorums (the second round raises the majority)', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const redlock = make();
     const fenceKey = redlock.keys.fence('f');
     // Node 0's counter is far ahead of the others.
@@ -91,7 +92,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     assert.equal(counter, 20);
   });
 
-  void it('the watchdog renews by quorum; losing the majority aborts the signal', async () => {
+  void it('the watchdog renews by quorum; losing the majority aborts the signal', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const redlock = make({ watchdogLease: 1000, watchdogInterval: 250 });
     const lost: LockLostError[] = [];
     redlock.on('lockLost', (e) => lost.push(e));
@@ -124,7 +126,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     assert.equal((held.signal.reason as LockLostError).reason, 'expired');
   });
 
-  void it('a slow node eats the validity: a majority granted, still no success, released everywhere', async () => {
+  void it('a slow node eats the validity: a majority granted, still no success, released everywhere', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process (SIGSTOP makes a node slow)')) return;
     const redlock = make({ nodeTimeout: 150, retryCount: 1 });
     ctx.servers[4]!.pause();
     try {
@@ -144,7 +147,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     }
   });
 
-  void it('a minority down: still acquires, extends and releases', async () => {
+  void it('a minority down: still acquires, extends and releases', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const redlock = make();
     ctx.servers[3]!.pause();
     ctx.servers[4]!.pause();
@@ -163,7 +167,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     }
   });
 
-  void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async () => {
+  void it('documented hazard: a node restarted without persistence allows a double grant and a smaller token', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     // The harness must be able to see the failure the docs describe (Kleppmann's scenario 4), or it is blind.
     const a = make();
     const b = make({ prefix: a.keys.prefix, retryCount: Infinity });
@@ -198,7 +203,8 @@ describeEachAdapter(`Redlock over ${N} masters`, (ctx) => {
     await hf.close();
   });
 
-  void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async () => {
+  void it('a majority down: a clean QuorumNotReachedError within the retry budget, no partial state left', async (t) => {
+    if (!ctx.requireServer(t, 'pauses, kills or restarts a redis-server process')) return;
     const redlock = make({ retryCount: 2, retryDelay: 50, retryJitter: 10, nodeTimeout: 100 });
     await Promise.all(ctx.servers.slice(0, 3).map((s) => s.kill()));
     try {

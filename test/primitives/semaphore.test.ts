@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AcquireTimeoutError } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 import { startWorker } from './fixtures/spawn.js';
@@ -110,7 +110,7 @@ describeEachAdapter('Semaphore', (ctx) => {
 
 void describe('Semaphore across processes', () => {
   void it('a semaphore of 3 never admits a 4th holder: 2 processes × 3 contenders', async () => {
-    const { holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url);
+    const { holdfast, dispose } = await makeHoldfast(serverAdapter, server.url);
     const prefix = holdfast.settings.prefix;
     try {
       const sem = holdfast.semaphore('semp');

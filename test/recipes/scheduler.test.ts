@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { makeHoldfast, serverAdapter } from '../support/clients.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter, sleep, type Opened } from '../support/suite.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
@@ -15,7 +15,7 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
   let dispose: () => Promise<void>;
   before(async () => {
     server = await RedisServer.start();
-    ({ holdfast, dispose } = await makeHoldfast(adapters[0]!, server.url));
+    ({ holdfast, dispose } = await makeHoldfast(serverAdapter, server.url));
   });
   after(async () => {
     await dispose();
@@ -274,7 +274,7 @@ describeEachAdapter('Scheduler when Redis stalls past commandTimeout', (ctx) => 
     assert.ok(failed >= 2, `the claims of both instances failed first: ${failed}`);
     assert.deepEqual(ran, [T], 'the missed tick ran once, after Redis came back');
   });
-});
+}, { requiresServer: 'pauses the redis-server process (SIGSTOP)' });
 
 void describe('Scheduler: ticks missed while the process was blocked', () => {
   let server: RedisServer;
@@ -282,7 +282,7 @@ void describe('Scheduler: ticks missed while the process was blocked', () => {
 
   before(async () => {
     server = await RedisServer.start();
-    made = await makeHoldfast(adapters[0]!, server.url);
+    made = await makeHoldfast(serverAdapter, server.url);
   });
   after(async () => {
     await made.dispose();

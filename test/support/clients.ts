@@ -5,6 +5,7 @@ import { GlideClient, Logger, ProtocolVersion } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Holdfast, type HoldfastOptions } from '../../src/index.js';
+import { memoryRedis, memoryStore, serveMemoryStore, type MemoryRedis, type MemoryStore } from '../../src/memory/index.js';
 
 // GLIDE's core logs every error reply (a NOSCRIPT, a refused acquisition…) as a warning on stdout
 Logger.setLoggerConfig('error');
@@ -27,7 +28,12 @@ export function glideAddress(url: string): { host: string; port: number } {
 }
 
 export interface AdapterCase {
-  name: 'ioredis' | 'node-redis' | 'glide';
+  name: 'ioredis' | 'node-redis' | 'glide' | 'memory';
+  /**
+   * The in-process backend (holdfast/memory): no redis-server, no second process, no network. A test that needs one
+   * of those says so by name (`ctx.requireServer(t, why)` in the suites), and is reported as skipped with that reason.
+   */
+  readonly inProcess?: boolean;
   /** A connected client of this kind. */
   connect(url: string): Promise<unknown>;
   /** Closes a client made by `connect`. */
@@ -78,7 +84,57 @@ const all: AdapterCase[] = [
       (client as GlideClient).close();
     },
   },
+  {
+    name: 'memory',
+    inProcess: true,
+    async connect(url) {
+      // alive while open, like the sockets of the other adapters (the fixture closes it)
+      return memoryRedis({ store: memoryStoreAt(url), keepAlive: true });
+    },
+    async disconnect(client) {
+      await (client as MemoryRedis).close();
+    },
+  },
 ];
+
+/** The memory adapter's stores, by URL (see {@link openMemoryStore}). */
+const memoryStores = new Map<string, MemoryStore>();
+
+/** An in-process store opened for a suite: its `memory://` name, and the `redis://` URL and port it is served on. */
+export interface OpenedMemoryStore {
+  readonly url: string;
+  /** The store served over RESP on a loopback port (serveMemoryStore), for a test's direct probe (ioredis, raw RESP). */
+  readonly served: { readonly url: string; readonly port: number };
+  close(): Promise<void>;
+}
+
+/**
+ * A new in-process store, reachable by the memory adapter's `connect(url)` under both of its URLs until closed, and
+ * served over RESP so that a test can probe it directly as it probes a redis-server.
+ */
+export async function openMemoryStore(): Promise<OpenedMemoryStore> {
+  const url = `memory://${Math.random().toString(36).slice(2, 10)}`;
+  const store = memoryStore();
+  const server = await serveMemoryStore(store);
+  memoryStores.set(url, store);
+  memoryStores.set(server.url, store);
+  return {
+    url,
+    served: { url: server.url, port: server.port },
+    close: async () => {
+      memoryStores.delete(url);
+      memoryStores.delete(server.url);
+      await server.close();
+      store.close();
+    },
+  };
+}
+
+function memoryStoreAt(url: string): MemoryStore {
+  const store = memoryStores.get(url);
+  if (!store) throw new Error(`no in-process store at ${url} (the memory adapter reaches only stores opened by openMemoryStore())`);
+  return store;
+}
 
 /**
  * The adapters the suites run with: every one, or those named in `HOLDFAST_ADAPTERS` (comma-separated, e.g.
@@ -91,6 +147,12 @@ export const adapters: AdapterCase[] = ((): AdapterCase[] => {
   if (unknown.length > 0) throw new Error(`HOLDFAST_ADAPTERS: unknown adapter ${unknown.join(', ')} (known: ${all.map((a) => a.name).join(', ')})`);
   return all.filter((a) => wanted.includes(a.name));
 })();
+
+/**
+ * The adapter of the tests that are not per adapter and need a redis-server (across processes, a server of their
+ * own): the first selected one that reaches a server, else ioredis (when only the in-process adapter is selected).
+ */
+export const serverAdapter: AdapterCase = adapters.find((a) => !a.inProcess) ?? all[0]!;
 
 /** Every adapter, whatever `HOLDFAST_ADAPTERS` says (for fixtures that look one up by name). */
 export const allAdapters: readonly AdapterCase[] = all;

@@ -21,7 +21,7 @@ export function redlockNodes(ctx: SuiteContext, stem: string): RedlockNodes {
   const clients: unknown[] = [];
   const redlocks: Redlock[] = [];
   before(async () => {
-    for (const s of ctx.servers) clients.push(await ctx.adapter.connect(s.url));
+    for (const url of ctx.urls) clients.push(await ctx.adapter.connect(url));
   });
   after(async () => {
     await Promise.all(redlocks.map((r) => r.close()));

@@ -3,9 +3,9 @@
  * each time against its own redis-server (or several) started for it, and closes every holdfast client the suite
  * opened. A suite file holds behaviour, not server scaffolding.
  */
-import { after, before, describe } from 'node:test';
+import { after, before, describe, type TestContext } from 'node:test';
 import type { Holdfast, HoldfastOptions } from '../../src/index.js';
-import { adapters, makeHoldfast, type AdapterCase } from './clients.js';
+import { adapters, makeHoldfast, openMemoryStore, type AdapterCase, type OpenedMemoryStore } from './clients.js';
 import { RedisServer, type RedisServerOptions } from './redis-server.js';
 
 /** Waits `ms` milliseconds (real time). */
@@ -23,6 +23,17 @@ export interface Opened {
 /** What a suite body gets: its adapter, its server, and clients on demand. */
 export interface SuiteContext {
   readonly adapter: AdapterCase;
+  /**
+   * The URL of each of the suite's servers, in the order of `servers`: a `redis://` URL, or on the in-process adapter
+   * the `memory://` name of an in-process store (which only the suite's adapter reaches).
+   */
+  readonly urls: readonly string[];
+  /**
+   * False, and the test reported as skipped with `why`, on the in-process adapter: for a test that needs what one
+   * process cannot have (a redis-server process to pause, kill or restart; a second process or client library on the
+   * same data; replicas; a network). `if (!ctx.requireServer(t, 'pauses the server')) return;`
+   */
+  requireServer(t: TestContext, why: string): boolean;
   /** The suite's redis-server (started before the first test); the first of `servers`. */
   readonly server: RedisServer;
   /** Every redis-server of the suite: one, or `options.servers` of them (e.g. the independent nodes of a Redlock). */
@@ -41,15 +52,45 @@ export interface SuiteOptions {
   servers?: number;
   /** Options of the suite's default `holdfast` client. */
   holdfast?: Omit<HoldfastOptions, 'redis'>;
+  /**
+   * Why the whole suite needs a redis-server (its hooks drive one: a fault proxy, a replica, a direct client). On the
+   * in-process adapter the suite is reported as skipped with this reason instead of run.
+   */
+  requiresServer?: string;
   /** The `describe`'s `concurrency` (node:test), e.g. `true` to run the suite's tests at the same time. */
   concurrency?: boolean | number;
 }
 
-/** Runs `body` once per client adapter (ioredis, node-redis), as `describe(\`${title} (${adapter})\`)`. */
+/**
+ * On the in-process adapter, a suite "server" is its store served over RESP: `url` and `port` reach the same store (a
+ * test's direct probe with ioredis or raw RESP works), and anything else a redis-server process can do (pause, kill,
+ * restart) throws, naming what one process cannot have.
+ */
+function servedStore(store: OpenedMemoryStore, adapter: string): RedisServer {
+  const { url, port } = store.served;
+  return new Proxy({ url, port }, {
+    get(target, key) {
+      if (key === 'url' || key === 'port') return (target as Record<string, unknown>)[key];
+      if (key === 'then' || typeof key === 'symbol') return undefined;
+      throw new Error(`the ${adapter} adapter has no redis-server process (server.${key}): a test that needs one starts with ctx.requireServer(t, why)`);
+    },
+  }) as RedisServer;
+}
+
+/**
+ * Runs `body` once per client adapter (ioredis, node-redis, GLIDE, and the in-process memory backend), as
+ * `describe(\`${title} (${adapter})\`)`. `HOLDFAST_ADAPTERS` selects some (see clients.ts).
+ */
 export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => void, options: SuiteOptions = {}): void {
   for (const adapter of adapters) {
+    if (adapter.inProcess && options.requiresServer !== undefined) {
+      void describe(`${title} (${adapter.name})`, { skip: `not in one process: ${options.requiresServer}` }, () => {});
+      continue;
+    }
     void describe(`${title} (${adapter.name})`, options.concurrency === undefined ? {} : { concurrency: options.concurrency }, () => {
       let servers: RedisServer[] = [];
+      let urls: string[] = [];
+      let stores: OpenedMemoryStore[] = [];
       let main: Opened | undefined;
       const opened: Opened[] = [];
       const ctx: SuiteContext = {
@@ -58,22 +99,39 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
           return ctx.servers[0]!;
         },
         get servers(): readonly RedisServer[] {
+          if (adapter.inProcess) return stores.map((s) => servedStore(s, adapter.name));
           if (servers.length === 0) throw new Error('the suite server is not started yet: use it inside a test or a before hook');
           return servers;
+        },
+        get urls(): readonly string[] {
+          if (urls.length === 0) throw new Error('the suite server is not started yet: use it inside a test or a before hook');
+          return urls;
+        },
+        requireServer(t, why) {
+          if (!adapter.inProcess) return true;
+          t.skip(`not in one process: ${why}`);
+          return false;
         },
         get holdfast(): Holdfast {
           if (!main) throw new Error('the suite client is not open yet: use it inside a test or a before hook');
           return main.holdfast;
         },
         async open(holdfastOptions = {}, url) {
-          const made = await makeHoldfast(adapter, url ?? ctx.server.url, holdfastOptions);
+          const made = await makeHoldfast(adapter, url ?? ctx.urls[0]!, holdfastOptions);
           opened.push(made);
           return made;
         },
       };
       // registered before the body's hooks, so the servers and the default client are there in them
       before(async () => {
-        servers = await Promise.all(Array.from({ length: options.servers ?? 1 }, () => RedisServer.start(options.server)));
+        const count = options.servers ?? 1;
+        if (adapter.inProcess) {
+          stores = await Promise.all(Array.from({ length: count }, () => openMemoryStore()));
+          urls = stores.map((s) => s.url);
+        } else {
+          servers = await Promise.all(Array.from({ length: count }, () => RedisServer.start(options.server)));
+          urls = servers.map((s) => s.url);
+        }
         main = await ctx.open(options.holdfast);
       });
       body(ctx);
@@ -82,6 +140,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
       after(async () => {
         await Promise.allSettled(opened.map((o) => o.dispose()));
         await Promise.all(servers.map((s) => s.stop()));
+        await Promise.all(stores.map((s) => s.close()));
       });
     });
   }

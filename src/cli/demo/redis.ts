@@ -1,6 +1,7 @@
 /**
- * Finds a Redis for the demo: `--url` / `$REDIS_URL`, else one at 127.0.0.1:6379, else a throwaway
- * `redis-server` from PATH on a free port (no persistence, removed afterwards), else a one-line hint.
+ * Finds a Redis for the demo: `--url`, else `$REDIS_URL`, else one at 127.0.0.1:6379; else a throwaway
+ * `redis-server` from PATH on a free port (no persistence, removed afterwards); else holdfast's in-process backend
+ * (holdfast/memory), served to the demo's worker processes on a loopback port.
  *
  * @module
  */
@@ -17,7 +18,9 @@ export interface DemoRedis {
   url: string;
   connection: Connection;
   /** Where it came from, for the header line. */
-  origin: 'REDIS_URL' | '--url' | 'localhost' | 'throwaway';
+  origin: 'REDIS_URL' | '--url' | 'localhost' | 'throwaway' | 'in-process';
+  /** Why the demo runs where it does, when it fell back (for the header line). */
+  note?: string;
   /** Stops the throwaway server, if the demo started one. */
   stop(): Promise<void>;
 }
@@ -41,18 +44,57 @@ function freePort(): Promise<number> {
 /** Resolves the demo's Redis; throws a {@link CliError} with {@link NO_REDIS_HINT} when there is none. */
 export async function findRedis(url: string | undefined): Promise<DemoRedis> {
   const nothing = async () => {};
-  const given = url ?? (process.env.REDIS_URL || undefined);
-  if (given !== undefined) {
-    const connection = await connect({ url: given, connectTimeout: 3000 });
-    return { url: given, connection, origin: url === undefined ? 'REDIS_URL' : '--url', stop: nothing };
+  if (url !== undefined) {
+    // asked for by name: that one or an error
+    return { url, connection: await connect({ url, connectTimeout: 3000 }), origin: '--url', stop: nothing };
   }
+  const env = process.env.REDIS_URL || undefined;
+  const tried = env ?? DEFAULT_URL;
   try {
-    const connection = await connect({ url: DEFAULT_URL, connectTimeout: 500 });
-    return { url: DEFAULT_URL, connection, origin: 'localhost', stop: nothing };
+    const connection = await connect({ url: tried, connectTimeout: env === undefined ? 500 : 3000 });
+    return { url: tried, connection, origin: env === undefined ? 'localhost' : 'REDIS_URL', stop: nothing };
   } catch (error) {
     if (!(error instanceof CliError) || error.message.startsWith('no Redis client')) throw error;
   }
-  return startThrowaway();
+  try {
+    return await startThrowaway();
+  } catch (error) {
+    if (!(error instanceof CliError) || error.message !== NO_REDIS_HINT) throw error;
+  }
+  return startInProcess(`no Redis at ${env === undefined ? tried : '$REDIS_URL'} and no redis-server on PATH`);
+}
+
+/**
+ * Runs the demo on holdfast's in-process backend: one memory store, served over RESP on a free loopback port so the
+ * worker processes reach it with their usual client (`stop()` closes both).
+ */
+export async function startInProcess(why: string): Promise<DemoRedis> {
+  let memory: typeof import('../../memory/index.js');
+  try {
+    memory = await import('../../memory/index.js');
+  } catch (error) {
+    throw new CliError(NO_REDIS_HINT, EXIT.REDIS_UNAVAILABLE, { cause: error });
+  }
+  const store = memory.memoryStore();
+  let server: Awaited<ReturnType<typeof memory.serveMemoryStore>>;
+  try {
+    server = await memory.serveMemoryStore(store);
+  } catch (error) {
+    store.close();
+    // fengari (the Lua VM the in-process backend runs on) is missing: say what to install
+    throw new CliError(`${NO_REDIS_HINT}, or install fengari for holdfast's in-process backend (npm install fengari)`, EXIT.REDIS_UNAVAILABLE, { cause: error });
+  }
+  const stop = async () => {
+    await server.close();
+    store.close();
+  };
+  try {
+    const connection = await connect({ url: server.url, connectTimeout: 3000 });
+    return { url: server.url, connection, origin: 'in-process', note: why, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }
 
 /** Starts a throwaway `redis-server` from PATH on a free port (no persistence; `stop()` kills it and removes its directory). */

@@ -52,7 +52,8 @@ ${SCHEME_IDS.map((id) => `  ${id.padEnd(13)} lock: ${SCHEMES[id].lock}; unlock: 
 The faults:
 ${FAULT_IDS.map((id) => `  ${id.padEnd(13)} ${FAULTS[id]}`).join('\n')}
 
-Redis: --url, else $REDIS_URL, else 127.0.0.1:6379, else a throwaway redis-server from PATH on a free port.
+Redis: --url, else $REDIS_URL, else 127.0.0.1:6379, else a throwaway redis-server from PATH on a free port,
+else holdfast's in-process backend (holdfast/memory), served to the workers on a loopback port.
 The demo only touches keys under "holdfast-demo:<random>:" and deletes them afterwards.
 
 Options:
@@ -216,7 +217,10 @@ export async function runAll(redis: DemoRedis, opts: RunAllOptions): Promise<Run
   const tag = `holdfast-demo:${randomBytes(4).toString('hex')}:`;
   const transport = redis.connection.transport;
   opts.log(
-    `holdfast demo: five common Redis lock schemes and holdfast, ${opts.workers} worker processes each, on Redis at ${redact(redis.url)} (${redis.origin})`,
+    `holdfast demo: five common Redis lock schemes and holdfast, ${opts.workers} worker processes each, ` +
+      (redis.origin === 'in-process'
+        ? `on holdfast's in-process backend (holdfast/memory, ${redis.note ?? 'no Redis found'}), served to the workers at ${redis.url}`
+        : `on Redis at ${redact(redis.url)} (${redis.origin})`),
   );
   opts.log(`lease ${TIMING.leaseMs} ms; faults: crash, pause ${TIMING.pauseMs} ms, slow release ${TIMING.slowMs} ms; ${opts.duration} ms per run`);
   const pool: WorkerProcess[] = [];

@@ -22,7 +22,7 @@
   Returns the holds left (0 = released, and handed on if anyone waits), -1 when this owner does not hold the lock (a
   hold count of 0 is a grant not yet claimed: not held), -2 when a marker is needed. A retry of a partial release
   returns what the first run returned; a retry of a full release finds the lock gone or handed on (-1), which the
-  client reads as "released" when it held the lock when it first sent it.
+  client reads as "released" only when the reply came before the hold's deadline (see src/internal/hold.ts).
   @args [owner: string, mode: ReleaseMode, grantFloorMs: number] | [owner: string, mode: ReleaseMode, grantFloorMs: number, markerTtlMs: number]
   @reply number
 ]]

@@ -2,7 +2,8 @@
 -- checked on every run, not only on the client's own retries: a client that resends the commands in flight after a
 -- reconnect (ioredis) can deliver the very same request twice, and its second copy must not give up a second hold.
 -- A release the client expects to free the lock is sent without a marker (`marker` nil): a second run of a full
--- release finds the lock gone, and the client reads that as "released" when it held the lock when it first sent it.
+-- release finds the lock gone, and the client reads that as "released" only when the reply came before the hold's
+-- deadline (see the release rule in src/internal/hold.ts).
 
 -- What an earlier run of this request returned, or nil (also when the request has no marker).
 local function release_retried(marker)

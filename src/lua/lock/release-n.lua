@@ -16,8 +16,10 @@
   A reservation lasts 50 ms: past it, any waiter may take the lock.
   Returns the holds left (0 = released, and one waiter per process told: the longest-waiting one where it waits),
   -1 when this owner does not hold the lock, -2 when a marker is needed. A retry of a partial release returns what
-  the first run returned; a retry of a full release finds the lock gone (-1), which the client reads as "released"
-  when it held the lock when it first sent it.
+  the first run returned. A retry of a full release has no marker: it finds the lock gone or another owner's (-1),
+  which proves nothing by itself (the first run freed it, or the first try never got here and the lease lapsed).
+  The client reads it as "released" only when the reply came before the hold's deadline (then only the first run can
+  have freed it), else as "not held" (see the release rule in src/internal/hold.ts).
   @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
   @reply number
 ]]

@@ -1,6 +1,7 @@
 --[[
   One node's part of a Redlock semaphore renewal: extend this owner's permit slots, and take back a slot this node
   lost (it restarted empty, or the key was evicted), as redlock/renew does; never a slot another owner holds here.
+  Only while the hold is live: no renewal is sent once a release of it may have run (see redlock/renew).
   KEYS[1..] the owner's permit slots
   ARGV[1] owner id
   ARGV[2] lease in ms

@@ -1,7 +1,10 @@
 --[[
   Redlock's renewal on one node: extend this owner's lease, or take the key back where this node lost it (it
   restarted empty, or the key was evicted), so that restarting the nodes one at a time never drops a lock a majority
-  held throughout. Never where another owner holds it.
+  held throughout. Never where another owner holds it. Taking a key back is right only while the hold is live: the
+  client sends no renewal once a release of the hold may have run (it stops the watchdog and waits for a renewal in
+  flight before the release goes out, see `Lease.suspend` in src/internal/lease.ts), and on one connection a renewal
+  sent before the release runs before it. So a missing key here is one this node lost, never one a release deleted.
   KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
   KEYS[2] this node's fencing counter
   ARGV[1] owner id

@@ -16,7 +16,7 @@
   'w0' when readers hold it (the owner's own, after a downgrade).
   Returns the holds left (0 = released, every waiter woken: readers and writers), -1 when not held, -2 when a marker
   is needed. A retry of a partial release returns what the first run returned; a retry of a full release finds
-  nothing (-1), which the client reads as "released" when it held the lock when it first sent it.
+  nothing (-1), which the client reads as "released" only when the reply came before the hold's deadline (see src/internal/hold.ts).
   @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
   @reply number
 ]]
