@@ -1,4 +1,3 @@
-import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { defineConfig } from 'tsup';
@@ -37,42 +36,23 @@ const ENTRIES = {
   'memory/index': 'src/memory/index.ts',
 };
 
-/**
- * The package's declarations exist once, as `.d.cts` next to the CommonJS files; each ESM entry's `.d.ts` is one line
- * that re-exports them. Two full copies (mostly TSDoc) would be a fifth of the installed size for no difference a
- * type checker can see: the declarations of both formats are the same.
- */
-async function esmTypes(): Promise<void> {
-  await Promise.all(Object.keys(ENTRIES).map((entry) => {
-    const base = entry.slice(entry.lastIndexOf('/') + 1);
-    return writeFile(`dist/${entry}.d.ts`, `export * from './${base}.cjs';\n`);
-  }));
-}
-
 // Not minified: Node prints the source line of an uncaught throw and stack frames point into these files, so they stay
 // readable (scripts/package-size.mjs fails on any line over 500 characters).
+//
+// The library is built once, as CommonJS; scripts/esm-entries.mjs then writes each ESM entry (dist/<entry>.js) and its
+// declaration file as re-exports of it (see there why).
 export default defineConfig([
   {
-    // ESM: the entry points share chunks instead of each carrying its own copy of what they have in common.
-    entry: ENTRIES,
-    format: ['esm'],
-    dts: false,
-    sourcemap: false,
-    clean: true,
-    target: 'node20',
-    splitting: true,
-    onSuccess: esmTypes,
-  },
-  {
-    // CommonJS: one file per entry. tsup's CommonJS splitting rewrites every `?.` and `??` into helper calls, a cost
-    // on the hot path that the ESM build does not pay.
+    // CommonJS, one file per entry (tsup's CommonJS splitting would rewrite every `?.` and `??` into helper calls, a
+    // cost on the hot path).
     entry: ENTRIES,
     format: ['cjs'],
-    // The declarations are written once, here (each entry's ESM declaration file re-exports them: see esmTypes),
+    // The declarations are written once, here (each entry's ESM declaration file re-exports them),
     // without @internal members. They use Node's types (EventEmitter, AbortSignal, Symbol.asyncDispose) and say so,
     // for projects whose `types` does not list node (TypeScript 6+ includes no @types package by default).
     dts: { compilerOptions: { stripInternal: true }, banner: '/// <reference types="node" />' },
     sourcemap: false,
+    clean: true,
     target: 'node20',
     splitting: false,
     // import.meta.url (the scheduler loads croner relative to holdfast) from __filename
