@@ -10,13 +10,15 @@
  * `--bare` adds holdfast Lock's own two scripts sent straight through ioredis, without the library around them: what
  * the Redis side of a cycle costs whatever the client does.
  *
+ * `--fixed-lease` adds, for each build, a row of the same Lock acquired with a fixed lease (`{ lease: 30000 }`) next to
+ * its default watchdog row: what the watchdog costs over a lease that simply runs out.
+ *
  * `--in-flight 1` (the default) is the uncontended cycle: one acquire+release at a time on one name. `--in-flight N`
  * runs N cycles at once on one connection, each on a fresh name (`order:<n>`), as per-entity locking does.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-import { bareLockCycle } from './independent-keys.js';
 
 const { values, positionals: builds } = parseArgs({
   allowPositionals: true,
@@ -25,6 +27,7 @@ const { values, positionals: builds } = parseArgs({
     rounds: { type: 'string', default: '40' },
     block: { type: 'string' },
     bare: { type: 'boolean', default: false },
+    'fixed-lease': { type: 'boolean', default: false },
   },
 });
 const IN_FLIGHT = Number(values['in-flight']);
@@ -45,6 +48,8 @@ const floor: Cycle = async () => {
 const cycles: Cycle[] = [floor];
 const labels = ['floor'];
 if (values.bare) {
+  // imported only here: independent-keys.ts loads the peers (bench/package.json), which a plain comparison needs not
+  const { bareLockCycle } = await import('./independent-keys.js');
   const bare = await bareLockCycle({ io }, 'bare:');
   cycles.push(() => bare(IN_FLIGHT === 1 ? 'x' : `order:${++n}`));
   labels.push("holdfast Lock's scripts, bare");
@@ -57,9 +62,14 @@ for (const [i, b] of builds.entries()) {
   const one = hf.lock('x');
   cycles.push(IN_FLIGHT === 1 ? async () => (await one.acquire()).release() : async () => (await hf.lock(`order:${++n}`).acquire()).release());
   labels.push(b);
+  if (values['fixed-lease']) {
+    const fixed = { lease: 30_000 };
+    cycles.push(IN_FLIGHT === 1 ? async () => (await one.acquire(fixed)).release() : async () => (await hf.lock(`order:${++n}`).acquire(fixed)).release());
+    labels.push(`${b} (fixed lease)`);
+  }
 }
 interface HoldfastLike {
-  lock(name: string): { acquire(): Promise<{ release(): Promise<void> }> };
+  lock(name: string): { acquire(options?: { lease?: number }): Promise<{ release(): Promise<void> }> };
   close(): Promise<void>;
 }
 

@@ -186,8 +186,9 @@ export class Core {
     return `${this.clientId}.${++this.#seq}`;
   }
 
-  run(script: ScriptDef, keys: readonly string[], args: ScriptArgs, timeoutMs = this.settings.commandTimeout): Promise<unknown> {
-    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand);
+  /** Runs `script`: its arguments and its reply are typed by its header (see `ScriptDef`). */
+  run<A extends ScriptArgs, R>(script: ScriptDef<A, R>, keys: readonly string[], args: NoInfer<A>, timeoutMs = this.settings.commandTimeout): Promise<NoInfer<R>> {
+    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand) as Promise<R>;
   }
 
   command(args: readonly string[], key?: string, timeoutMs = this.settings.commandTimeout): Promise<unknown> {

@@ -22,7 +22,6 @@ export {
   type ReadLockScope,
   type WriteLockScope,
 } from './primitives/read-write-lock.js';
-export { LeasedHeld } from './internal/hold.js';
 export { Semaphore, SemaphorePermits, MAX_PERMITS, type SemaphoreAcquireOptions, type SemaphoreSetOptions } from './primitives/semaphore.js';
 export {
   PermitExpirableSemaphore,

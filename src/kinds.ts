@@ -190,3 +190,10 @@ const HELD_BY_TITLE: ReadonlyMap<string, HeldKind> = new Map(KINDS.flatMap((entr
 export function heldKindOf(word: string): HeldKind {
   return HELD_BY_TITLE.get(word) ?? (word as HeldKind);
 }
+
+const TITLE_BY_HELD: ReadonlyMap<HeldKind, string> = new Map(KINDS.flatMap((entry) => entry.held.map((h) => [h.kind, h.title] as const)));
+
+/** The hold engine's word for a held kind (`'fair-lock'` → `'fair lock'`): what its error messages say. */
+export function heldTitle(kind: HeldKind): string {
+  return TITLE_BY_HELD.get(kind) ?? kind;
+}

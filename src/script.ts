@@ -8,10 +8,11 @@
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { HoldfastError, RedisConnectionError, ScriptError } from './errors.js';
 import { LiveSet, type Slotted } from './internal/live-set.js';
+import { pauseAfter, SCRIPT_BACKOFF } from './internal/backoff.js';
 import { sleep } from './internal/sleep.js';
 
 /** One Lua script: its source, its SHA1 and how many of its arguments are keys. */
-export interface ScriptDef {
+export interface ScriptDef<A extends ScriptArgs = ScriptArgs, R = unknown> {
   readonly name: string;
   /** How many keys the script takes; -1 for a variadic script (`<op>-n.lua`, e.g. one key per segment). */
   readonly numKeys: number;
@@ -19,6 +20,8 @@ export interface ScriptDef {
   readonly source: string;
   /** The script includes `notify`: the publish command (`publish` / `spublish`) goes after its own ARGV. */
   readonly publishes?: boolean;
+  /** Types only, never set: the script's arguments and its reply (its header's `@args` and `@reply`, see scripts/gen-lua.ts). */
+  readonly types?: { readonly args: A; readonly reply: R };
 }
 
 /** Redis replies that mean "not now, try elsewhere or later": treated as connection trouble, not script bugs. */
@@ -218,7 +221,7 @@ async function retryScript(
     if (noScript && elapsed() >= timeoutMs) throw toHoldfastError(error, what);
     if (!noScript) {
       if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
-      const pause = Math.min(100, 10 * attempt);
+      const pause = pauseAfter(SCRIPT_BACKOFF, attempt);
       if (timeoutMs - elapsed() <= pause + 2 * longest) {
         const refused = toHoldfastError(error, what);
         notRun.add(refused);

@@ -13,48 +13,44 @@ export interface BaseAcquireOptions {
   owner?: string;
 }
 
-/** An acquisition's settings, checked and resolved. */
-export interface AcquireParams<O> {
-  /** The options as given (checked). */
-  options: Partial<O>;
-  /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
-  timeout: number | undefined;
-  /** The fixed lease, or `undefined` for the watchdog. */
-  fixedLease: number | undefined;
-  /** The lease Redis is told: the fixed one, or the watchdog's. */
-  leaseMs: number;
-  signal: AbortSignal | undefined;
-  owner: string;
-  /** True when the owner id was minted for this call: it cannot hold the lock yet (no re-entry, nothing to undo). */
-  fresh: boolean;
-  /** Await it (when set) before the first attempt: the client's one-time server check (see `Core.ready`). */
-  ready: Promise<void> | undefined;
-}
-
 const NO_OPTIONS = Object.freeze({});
 
 /**
- * Checks `options` (known keys only, typed values) and resolves the owner. `required`: `acquire()` (no time limit by
- * default) rather than `tryAcquire()` (a single attempt by default). `contextKey`: where `withLock` records the
- * owner of this lock in the async context, for re-entry.
+ * An acquisition's settings: `options` checked (known keys only, typed values) and the owner resolved. `required`:
+ * `acquire()` (no time limit by default) rather than `tryAcquire()` (a single attempt by default). `contextKey`:
+ * where `withLock` records the owner of this lock in the async context, for re-entry (`undefined`: a primitive
+ * without re-entry). A class, so that the template's acquisition extends it: one object per acquisition.
  */
-export function acquireParams<O extends BaseAcquireOptions>(
-  core: Core,
-  options: unknown,
-  known: readonly string[],
-  required: boolean,
-  contextKey: string,
-): AcquireParams<O> {
-  const opts: Partial<O> = options === undefined ? NO_OPTIONS : checkOptions<O>(options);
-  if (opts !== NO_OPTIONS) checkKnownKeys(opts, known);
-  const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
-  const fixedLease = optDuration(opts.lease, 'options.lease');
-  const signal = optSignal(opts.signal, 'options.signal');
-  if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
-  core.assertOpen();
-  const inherited = core.context.getStore()?.get(contextKey);
-  const inheritedActive = inherited !== undefined && inherited.active();
-  const fresh = opts.owner === undefined && !inheritedActive;
-  const owner = opts.owner ?? (inheritedActive ? inherited.owner : core.newOwner());
-  return { options: opts, timeout, fixedLease, leaseMs: fixedLease ?? core.settings.watchdogLease, signal, owner, fresh, ready: core.ready() };
+export class AcquireParams<O extends BaseAcquireOptions = BaseAcquireOptions> {
+  /** The options as given (checked). */
+  readonly options: Partial<O>;
+  /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
+  readonly timeout: number | undefined;
+  /** The fixed lease, or `undefined` for the watchdog. */
+  readonly fixedLease: number | undefined;
+  /** The lease Redis is told: the fixed one, or the watchdog's. */
+  leaseMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly owner: string;
+  /** True when the owner id was minted for this call: it cannot hold the lock yet (no re-entry, nothing to undo). */
+  readonly fresh: boolean;
+  /** Await it (when set) before the first attempt: the client's one-time server check (see `Core.ready`). */
+  readonly ready: Promise<void> | undefined;
+
+  constructor(core: Core, options: unknown, known: readonly string[], required: boolean, contextKey: string | undefined) {
+    const opts: Partial<O> = options === undefined ? NO_OPTIONS : checkOptions<O>(options);
+    if (opts !== NO_OPTIONS) checkKnownKeys(opts, known);
+    this.options = opts;
+    this.timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
+    const fixedLease = (this.fixedLease = optDuration(opts.lease, 'options.lease'));
+    this.signal = optSignal(opts.signal, 'options.signal');
+    if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
+    core.assertOpen();
+    const inherited = contextKey === undefined ? undefined : core.context.getStore()?.get(contextKey);
+    const inheritedActive = inherited !== undefined && inherited.active();
+    this.fresh = opts.owner === undefined && !inheritedActive;
+    this.owner = opts.owner ?? (inheritedActive ? inherited.owner : core.newOwner());
+    this.leaseMs = fixedLease ?? core.settings.watchdogLease;
+    this.ready = core.ready();
+  }
 }

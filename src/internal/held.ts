@@ -4,9 +4,9 @@
  */
 import { LockNotHeldError, ReleaseFailedError } from '../errors.js';
 import type { AcquireContext } from '../diagnostics.js';
-import { traceRelease, type Describable, type HeldFacts } from './trace.js';
+import { traceRelease, type HeldFacts } from './trace.js';
 
-export abstract class Held implements AsyncDisposable, Describable {
+export abstract class Held implements AsyncDisposable {
   #released: Promise<void> | undefined;
   /** @internal The traced acquisition that returned this (set only while someone listens to the channels). */
   acquisition: AcquireContext | undefined = undefined;

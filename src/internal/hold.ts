@@ -22,11 +22,12 @@
 import type { Closable } from '../core.js';
 import type { LiveSet } from './live-set.js';
 import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
+import { RELEASE_REPLY } from '../lua/codes.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
 import { deadlineOf, Lease, validityLeft } from './lease.js';
-import { sleep } from './sleep.js';
+import { backoff, BACKGROUND_BACKOFF, RELEASE_BACKOFF } from './backoff.js';
 import { fingerprint } from '../diagnostics.js';
 import { kindOf, publishLost, traceRenew, type HeldFacts, type TracedHold } from './trace.js';
 import { optDuration } from './validate.js';
@@ -87,7 +88,7 @@ export function markerOnDemand(
   let marker = holdsHere > 1 ? newMarker() : undefined;
   const run = (retry: boolean): Promise<number> =>
     release(retry ? '2' : '0', marker).then((left) => {
-      if (left !== -2 || marker !== undefined) return left;
+      if (left !== RELEASE_REPLY.MARKER_NEEDED || marker !== undefined) return left;
       marker = newMarker();
       return run(retry);
     });
@@ -96,8 +97,6 @@ export function markerOnDemand(
 
 /** Tries a request gets before its release is given up to the background. */
 const RELEASE_TRIES = 3;
-/** Longest pause between two background tries of a release given up. */
-const BACKGROUND_PAUSE_MAX_MS = 1000;
 
 const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
 
@@ -152,6 +151,11 @@ export class Hold implements Closable, TracedHold {
   /** True while held here: acquired, not released, not lost. */
   get active(): boolean {
     return this.holds > 0 && !this.lease.done;
+  }
+
+  /** True once released by other means than a `release()` of its held objects (a permit released by id): not lost, not held. */
+  get settled(): boolean {
+    return this.lease.done && !this.lease.lost && this.holds === 0;
   }
 
   /** The owner's fingerprint, for the diagnostics channels: hashed on first use, then kept. */
@@ -295,6 +299,30 @@ export class HoldTable {
     (this.#many ??= new Map()).set(hold.owner, hold);
   }
 
+  /** The claim of a hand-off still on its way for `owner`'s hold here, if any (a re-entry waits for it). */
+  claimOf(owner: string): Promise<void> | undefined {
+    return this.get(owner)?.claim;
+  }
+
+  /**
+   * Starts the claim of a hand-off `hold` holds from its message (a fair lock's), once the holder's own code has run:
+   * its release and its re-entries wait for it, so Redis sees the claim first.
+   */
+  claim(hold: Hold, run: () => Promise<void>): void {
+    hold.claim = new Promise<void>((resolve) => setImmediate(resolve)).then(run).finally(() => {
+      hold.claim = undefined;
+    });
+  }
+
+  /** `owner` was released here by other means (a permit by id): its watchdog stops, and its `release()` has nothing left to do. */
+  settle(owner: string): void {
+    const hold = this.get(owner);
+    if (!hold) return;
+    hold.holds = 0;
+    hold.lease.stop();
+    this.forget(hold);
+  }
+
   /** Drops a hold that was released or lost. */
   forget(hold: Hold): void {
     if (this.#one === hold) this.#one = undefined;
@@ -348,7 +376,7 @@ export class HoldTable {
           // release keeps trying until the lease runs out, whatever the number of tries.
           const refused = didNotRun(error) && lease.deadline !== Infinity && now() < lease.deadline;
           if (!refused && ++failed >= RELEASE_TRIES) return this.#giveUp(hold, error);
-          await sleep(25 * Math.max(1, failed));
+          await backoff(RELEASE_BACKOFF, Math.max(1, failed));
         }
       }
     } finally {
@@ -408,8 +436,8 @@ export class HoldTable {
     this.forget(hold);
     const until = now() + hold.lease.ttlMs;
     void (async () => {
-      for (let pause = 100; now() < until && !abandoned.landed; pause = Math.min(pause * 2, BACKGROUND_PAUSE_MAX_MS)) {
-        await sleep(pause);
+      for (let n = 1; now() < until && !abandoned.landed; n++) {
+        await backoff(BACKGROUND_BACKOFF, n);
         if (abandoned.landed) return;
         try {
           await this.ops.releaseAll(hold.owner);

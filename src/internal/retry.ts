@@ -1,17 +1,19 @@
 import { RedisConnectionError } from '../errors.js';
+import { backoff, pauseAfter, RELEASE_BACKOFF } from './backoff.js';
 
 /**
- * Runs `attempt(n)` (n = 1, 2, …) until it settles otherwise than with a {@link RedisConnectionError}, pausing
- * 25 ms × n between tries, for as long as `mayRetry(n)` says so; then the last error is thrown. For requests that are
- * safe to send again (a release with its request id, a fair-lock claim).
+ * Runs `attempt(n)` (n = 1, 2, …) until it settles otherwise than with a {@link RedisConnectionError}, pausing as
+ * {@link RELEASE_BACKOFF} says between tries, for as long as `mayRetry(n, pauseMs)` says so (`pauseMs`: the pause
+ * before the next try); then the last error is thrown. For requests that are safe to send again (a release with its
+ * request id, a fair-lock claim).
  */
-export async function retryOnConnectionError<T>(attempt: (n: number) => Promise<T>, mayRetry: (n: number) => boolean): Promise<T> {
+export async function retryOnConnectionError<T>(attempt: (n: number) => Promise<T>, mayRetry: (n: number, pauseMs: number) => boolean): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await attempt(n);
     } catch (error) {
-      if (!(error instanceof RedisConnectionError) || !mayRetry(n)) throw error;
-      await new Promise((r) => setTimeout(r, 25 * n));
+      if (!(error instanceof RedisConnectionError) || !mayRetry(n, pauseAfter(RELEASE_BACKOFF, n))) throw error;
+      await backoff(RELEASE_BACKOFF, n);
     }
   }
 }

@@ -4,7 +4,6 @@
  * when `fn` throws.
  */
 import type { Core } from '../core.js';
-import type { LeasedHeld } from './hold.js';
 
 /** What a held object must offer to scope a callback. */
 export interface ScopedHold extends AsyncDisposable {
@@ -19,21 +18,4 @@ export async function runHolding<H extends ScopedHold, T>(core: Core, key: strin
   } finally {
     await held[Symbol.asyncDispose]();
   }
-}
-
-/**
- * `withLock` of every reentrant primitive: checks `fn`, acquires, and runs `fn` with the scope `scopeOf(held)` inside
- * {@link runHolding} under the async-context `key` (active while the hold is).
- */
-export async function withHeld<H extends LeasedHeld, S, T>(
-  core: Core,
-  key: string,
-  fn: (scope: S) => Promise<T> | T,
-  acquire: () => Promise<H>,
-  scopeOf: (held: H) => S,
-): Promise<T> {
-  if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-  const held = await acquire();
-  const hold = held.hold;
-  return runHolding(core, key, held, () => hold.active, () => fn(scopeOf(held)));
 }

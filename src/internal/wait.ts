@@ -45,13 +45,13 @@ export interface WaitOptions<T> {
   name: string;
   channel: string;
   /** Registers the listener under this tag (see `Notifier.listen`): for per-owner wake-ups on a shared channel. */
-  tag?: string;
+  tag?: string | undefined;
   /**
    * When this client is already subscribed to `channel` (others wait on it here), register before the first attempt
    * instead of after it: the attempt's outcome cannot be missed, so the retry that follows a fresh subscription is
    * not needed. For waits whose attempt leaves state in Redis that a later message refers to (the fair lock's queue).
    */
-  listenFirst?: boolean;
+  listenFirst?: boolean | undefined;
   /**
    * Do not barge past this process' own waiters: when others already wait on `channel` here, and the last attempt
    * made here said the resource stays busy for a while yet, queue behind them and sleep before the first attempt
@@ -59,14 +59,14 @@ export interface WaitOptions<T> {
    * once nearly always beats the waiter its release woke, and the lock never changes hands. Only for a fresh owner:
    * a re-entry must never wait.
    */
-  politeFirst?: boolean;
+  politeFirst?: boolean | undefined;
   /** ms to wait; `undefined` = no limit; 0 = a single attempt. */
   timeout: number | undefined;
   signal: AbortSignal | undefined;
   /** One attempt; `budgetMs` (the client's commandTimeout) bounds its Redis command. */
   attempt: (budgetMs: number) => Promise<Attempt<T>>;
   /** Called when the wait gives up (timeout, abort, error) after subscribing: e.g. leave a queue. */
-  onGiveUp?: () => Promise<void>;
+  onGiveUp?: (() => Promise<void>) | undefined;
   /**
    * The outcome of a first attempt the caller already made (a busy one): the loop starts from it instead of trying
    * again at once. The caller made that attempt only after checking `politeFirst` itself.
@@ -76,7 +76,7 @@ export interface WaitOptions<T> {
    * Called when a wake carried a payload (`+<payload>:<tag>`): the prize if the payload alone gives it (the fair
    * lock's hand-off), or `undefined` to make an attempt as usual.
    */
-  onPayload?: (payload: string) => T | undefined;
+  onPayload?: ((payload: string) => T | undefined) | undefined;
   /** The acquisition's diagnostics context (when anyone listens): each attempt is counted on it. */
   trace?: AcquireContext | undefined;
 }

@@ -21,21 +21,17 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { driftOf } from '../internal/lease.js';
 import { retryOnConnectionError } from '../internal/retry.js';
 import { checkDuration, checkKnownKeys, checkOptions } from '../internal/validate.js';
-import { withHeld } from '../internal/scope.js';
-import { retryAfterPttl, waitFor } from '../internal/wait.js';
+import { retryAfterPttl, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { mayHaveRun } from '../script.js';
-import { acquireParams } from '../internal/acquire.js';
-import { publishHandoff, traceAcquire } from '../internal/trace.js';
-import type { AcquireContext } from '../diagnostics.js';
-import { HoldTable, markerOnDemand, type Hold, type HoldOps } from '../internal/hold.js';
-import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
-import { adoptParams, HeldLock, lockScope, type AcquireOptions, type AdoptOptions, type LockInfo, type LockScope } from './lock.js';
+import { publishHandoff } from '../internal/trace.js';
+import type { Hold } from '../internal/hold.js';
+import type { EventSource, ReleaseEvent } from '../internal/events.js';
+import { OwnedLock, type Acquiring, type Acquisition, type FreeSpec, type PrimitiveSpec, type ReleaseMode } from '../internal/primitive.js';
+import { HeldLock, lockScope, type AcquireOptions, type LockInfo, type LockScope } from './lock.js';
 
 /** Options of `holdfast.fairLock(name, options)`. */
 export interface FairLockOptions {
@@ -50,7 +46,7 @@ export interface FairLockOptions {
 }
 
 const FAIR_OPTION_KEYS = ['waiterTimeout'] as const;
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
 /** At most this many waiters are listed by {@link FairLock.inspect}. */
 const INSPECT_WAITERS = 1000;
 
@@ -93,39 +89,6 @@ function timingOf(waiterTimeout: number): FairTiming {
 const DEFAULT_TIMING = timingOf(DEFAULT_WAITER_TIMEOUT);
 
 /**
- * The fair lock's scripts, as the hold engine calls them: one small object per handle. The release of an owner's last
- * hold here goes without a release marker (see `markerOnDemand`).
- */
-class FairOps implements HoldOps {
-  readonly kind = 'fair lock';
-
-  constructor(readonly lock: FairLock) {}
-
-  get name(): string {
-    return this.lock.name;
-  }
-
-  async renew(owner: string, leaseMs: number): Promise<boolean> {
-    const core = this.lock.core;
-    return (await core.run(scripts['owned/renew'], [this.lock.keys()[0] as string], [owner, leaseMs])) === 1;
-  }
-
-  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
-    return markerOnDemand(this.lock.core, this.name, holdsHere, (mode, marker) => this.lock.release(owner, mode, marker));
-  }
-
-  releaseAll(owner: string): Promise<unknown> {
-    return this.lock.release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
-  }
-
-  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
-    const info = await this.lock.inspect();
-    // a hand-off not yet claimed (hold count 0) is the grantee's to claim, not a hold to adopt
-    return info.owner === owner && info.holdCount > 0 ? { holdCount: info.holdCount, token: info.token } : null;
-  }
-}
-
-/**
  * One client's heartbeat for its waiters on one fair lock name: a single script call per period, however many local
  * waiters there are. Runs only while some local waiter is queued.
  */
@@ -135,7 +98,7 @@ class Heartbeat {
   #beating = false;
 
   constructor(
-    private readonly lock: FairLock,
+    private readonly lock: FairSpec,
     private readonly channel: string,
     private readonly onIdle: () => void,
   ) {}
@@ -166,10 +129,7 @@ class Heartbeat {
     this.#beating = true;
     try {
       const t = lock.timing;
-      const [stale, grantee] = (await core.run(scripts['fair-lock/heartbeat'], lock.keys(), [this.channel, t.aliveMs, t.grantFloorMs, t.stateTtlMs])) as [
-        number,
-        string | null,
-      ];
+      const [stale, grantee] = await core.run(scripts['fair-lock/heartbeat'], lock.keys(), [this.channel, t.aliveMs, t.grantFloorMs, t.stateTtlMs]);
       // This client had been counted dead: its waiters' entries may be gone, so each must try again (and re-queue).
       if (stale === 1) core.notifier.deliver(this.channel, 'a');
       if (grantee) {
@@ -192,80 +152,20 @@ const heartbeats = new WeakMap<Core, Map<string, Heartbeat>>();
  * A fair (FIFO) reentrant distributed lock, obtained from `holdfast.fairLock(name)`. Same API as {@link Lock}:
  * reentrancy (async call chain or explicit owner), watchdog or fixed lease, loss signal, fencing token,
  * `await using`. A `FairLock` and a `Lock` of the same name are two different locks (they share the fencing counter).
+ * `acquire()` waits in FIFO order, and a re-entry never queues; `tryAcquire()` never jumps the queue, and a single
+ * attempt never joins it. A waiter that times out or is aborted has left the queue.
  */
-export class FairLock {
-  /** @internal */
-  readonly timing: FairTiming;
-  readonly #table: HoldTable;
-
-  /** @internal */
-  constructor(
-    /** @internal */
-    readonly core: Core,
-    /** The lock's name. */
-    readonly name: string,
-    options?: FairLockOptions,
-  ) {
-    const opts = checkOptions<FairLockOptions>(options);
-    checkKnownKeys(opts, FAIR_OPTION_KEYS);
-    this.waiterTimeout = checkDuration(opts.waiterTimeout ?? DEFAULT_WAITER_TIMEOUT, 'options.waiterTimeout', 100);
-    this.timing = this.waiterTimeout === DEFAULT_WAITER_TIMEOUT ? DEFAULT_TIMING : timingOf(this.waiterTimeout);
-    this.#table = new HoldTable(new FairOps(this), core);
-  }
-
-  /**
-   * Takes over the hold of owner `ownerId` (acquired with an explicit `owner` by another process, or by a client that
-   * is gone): same hold, same fencing token, no second hold count, renewal taken over here. See `Lock.adopt`.
-   * @throws {LockNotHeldError} when `ownerId` does not hold the lock
-   */
-  async adopt(ownerId: string, options?: AdoptOptions): Promise<HeldLock> {
-    const { owner, lease } = adoptParams(ownerId, options);
-    this.core.assertOpen();
-    const adopted = await this.#table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
-    if (!adopted) throw new LockNotHeldError(this.name, `fair lock "${this.name}" is not held by the owner to adopt`);
-    return new HeldLock(adopted.hold, adopted.holdCount);
-  }
-
+export class FairLock extends OwnedLock<HeldLock, LockScope, AcquireOptions> {
   /** The bound on how long a dead waiter can hold up the queue, in ms. */
   readonly waiterTimeout: number;
+  readonly #spec: FairSpec;
 
-  /** @internal The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
-  keys(): string[] {
-    if (this.#keyNames) return this.#keyNames;
-    const k = this.core.keys;
-    return (this.#keyNames = [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)]);
-  }
-  #keyNames: string[] | undefined;
-
-  /** This client's channel for this lock's hand-offs. */
-  #channel(): string {
-    return (this.#channelName ??= this.core.keys.fairChannel(this.name, this.core.clientId));
-  }
-  #channelName: string | undefined;
-
-
-  /**
-   * Waits for the lock in FIFO order and returns the held lock. Reentrant like {@link Lock.acquire}: a re-entry never
-   * queues.
-   * @throws {AcquireTimeoutError} when `timeout` passes first (the waiter has left the queue)
-   * @throws {RedisConnectionError} when Redis does not answer within `commandTimeout`
-   * @throws the signal's reason when `signal` aborts (the waiter has left the queue)
-   */
-  async acquire(options?: AcquireOptions): Promise<HeldLock> {
-    return (await traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, true, trace))) as HeldLock;
-  }
-
-  /**
-   * One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when it is held or others are queued
-   * for it when the time is up (a single attempt never jumps the queue, and never joins it).
-   */
-  tryAcquire(options?: AcquireOptions): Promise<HeldLock | null> {
-    return traceAcquire('fair-lock', this.name, options, (trace) => this.#acquire(options, false, trace));
-  }
-
-  /** Runs `fn` while holding the lock, releases it afterwards, also when `fn` throws. Reentrant inside `fn`. */
-  withLock<T>(fn: (scope: LockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    return withHeld(this.core, this.keys()[0] as string, fn, () => this.acquire(options), lockScope);
+  /** @internal */
+  constructor(core: Core, name: string, options?: FairLockOptions) {
+    const spec = new FairSpec(core, name, waiterTimeoutOf(options));
+    super(core, name, spec, lockScope);
+    this.#spec = spec;
+    this.waiterTimeout = spec.waiterTimeout;
   }
 
   /** True when any owner holds the lock (or it has been handed to a waiter that is claiming it). */
@@ -276,17 +176,7 @@ export class FairLock {
   /** Reads owner, hold count, token, remaining lease and the queue in one step. */
   async inspect(): Promise<FairLockInfo> {
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['fair-lock/inspect'], this.keys(), [INSPECT_WAITERS])) as [
-      string | null,
-      number,
-      number,
-      number,
-      number,
-      number,
-      string[],
-    ];
-    const [owner, holdCount, token, pttl, lastToken, queueLength, waiters] = reply;
-    return { name: this.name, owner: owner ?? null, holdCount, token, remainingTtl: owner ? pttl : null, lastToken, queueLength, waiters };
+    return this.#spec.inspect();
   }
 
   /**
@@ -297,133 +187,135 @@ export class FairLock {
   async forceUnlock(): Promise<boolean> {
     this.core.assertOpen();
     const k = this.core.keys;
-    return (await this.core.run(scripts['fair-lock/force-unlock'], [...this.keys(), k.fairObserved(this.name)], [this.timing.grantFloorMs, k.fairEvents(this.name)])) === 1;
-  }
-
-  /** Where this lock's releases are published while someone observes it. */
-  #events(): EventSource {
-    return { channel: this.core.keys.fairEvents(this.name), marker: this.core.keys.fairObserved(this.name) };
-  }
-
-  /**
-   * Waits, without taking the lock or queueing, until nobody holds it or a release of it is heard (one that hands it
-   * to the next waiter too) → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
-   * @throws the signal's reason when `signal` aborts
-   */
-  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
-    const { timeout, signal } = waitUntilFreeParams(options);
-    this.core.assertOpen();
-    return waitUntilFree(this.core, this.#events(), async () => {
-      const info = await this.inspect();
-      return info.owner === null ? null : (info.remainingTtl ?? -1);
-    }, timeout, signal);
+    const spec = this.#spec;
+    return (await this.core.run(scripts['fair-lock/force-unlock'], [...spec.keys(), k.fairObserved(this.name)], [spec.timing.grantFloorMs, k.fairEvents(this.name)])) === 1;
   }
 
   /** Calls `listener` for each release and force-unlock, by any process, until the returned function is called. See `Lock.onRelease`. */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
-    return onRelease(this.core, this.name, this.#events(), listener);
+    return this.template.onRelease(listener);
+  }
+}
+
+/** Checks a fair lock's options: its `waiterTimeout`. */
+function waiterTimeoutOf(options: unknown): number {
+  const opts = checkOptions<FairLockOptions>(options);
+  checkKnownKeys(opts, FAIR_OPTION_KEYS);
+  return checkDuration(opts.waiterTimeout ?? DEFAULT_WAITER_TIMEOUT, 'options.waiterTimeout', 100);
+}
+
+/** The fair lock as its template runs it: one small object per handle, its key names built on first use. */
+class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
+  readonly kind = 'fair-lock';
+  readonly acquireKeys = ACQUIRE_KEYS;
+  readonly tagged = true;
+  readonly listenFirst = true;
+  readonly timing: FairTiming;
+
+  constructor(
+    readonly core: Core,
+    readonly name: string,
+    readonly waiterTimeout: number,
+  ) {
+    this.timing = waiterTimeout === DEFAULT_WAITER_TIMEOUT ? DEFAULT_TIMING : timingOf(waiterTimeout);
   }
 
-  /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<HeldLock | null> {
+  /** The five keys every fair-lock script takes (lock, fence, queue, waiters, clients). */
+  keys(): string[] {
+    if (this.#keyNames) return this.#keyNames;
+    const k = this.core.keys;
+    return (this.#keyNames = [k.fairLock(this.name), k.fence(this.name), k.fairQueue(this.name), k.fairWaiters(this.name), k.fairClients(this.name)]);
+  }
+  #keyNames: string[] | undefined;
+
+  get contextKey(): string {
+    return this.keys()[0] as string;
+  }
+  get syncKey(): string {
+    return this.keys()[0] as string;
+  }
+  /** This client's channel for this lock's hand-offs. */
+  get channel(): string {
+    return (this.#channelName ??= this.core.keys.fairChannel(this.name, this.core.clientId));
+  }
+  #channelName: string | undefined;
+
+  get free(): FreeSpec {
+    return this;
+  }
+  /** Where this lock's releases are published while someone observes it. */
+  get source(): EventSource {
+    return { channel: this.core.keys.fairEvents(this.name), marker: this.core.keys.fairObserved(this.name) };
+  }
+  async busyFor(): Promise<number | null> {
+    const info = await this.inspect();
+    return info.owner === null ? null : (info.remainingTtl ?? -1);
+  }
+
+  async inspect(): Promise<FairLockInfo> {
+    const reply = await this.core.run(scripts['fair-lock/inspect'], this.keys(), [INSPECT_WAITERS]);
+    const [owner, holdCount, token, pttl, lastToken, queueLength, waiters] = reply;
+    return { name: this.name, owner: owner ?? null, holdCount, token, remainingTtl: owner ? pttl : null, lastToken, queueLength, waiters };
+  }
+
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['owned/renew'], [this.keys()[0] as string], [owner, leaseMs])) === 1;
+  }
+
+  /** One run of the release script: its keys are the five of {@link FairSpec.keys}, then the events marker. */
+  release(owner: string, mode: ReleaseMode, marker: string | undefined): Promise<number> {
     const core = this.core;
-    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.keys()[0] as string);
-    if (ready) await ready;
-    const keys = this.keys();
-    const channel = this.#channel();
-    const t = this.timing;
-    const enqueue = timeout === 0 ? '0' : '1';
-    let heartbeat: Heartbeat | undefined;
-    /** When this waiter's last attempt that left it queued was sent: the grant it waits for outlives that + aliveMs. */
-    let queuedAt = -Infinity;
-    /** Hand-off messages with a lower token were sent before this waiter's last attempt ran, which found them stale. */
-    let staleBelow = 0;
-    // A re-entry waits for a hand-off claim still in flight, so that Redis counts the holds in the order made here.
-    if (!fresh) await this.#table.get(owner)?.claim;
+    const keys = (this.#releaseKeyNames ??= [...this.keys(), core.keys.fairObserved(this.name)]);
+    const grantFloor = this.timing.grantFloorMs;
+    return core.run(
+      scripts['fair-lock/release'],
+      marker === undefined ? keys : [...keys, marker],
+      marker === undefined ? [owner, mode, grantFloor] : [owner, mode, grantFloor, core.settings.releaseMarkerTtl],
+    );
+  }
+  #releaseKeyNames: string[] | undefined;
 
-    let held: HeldLock | null = null;
-    try {
-      held = await waitFor(core, {
-        name: this.name,
-        channel,
-        tag: owner,
-        listenFirst: true,
-        timeout,
-        signal,
-        trace,
-        attempt: async (budget) => {
-          const sentAt = now();
-          let reply: number[];
-          try {
-            reply = (await core.run(scripts['fair-lock/acquire'], keys, [owner, leaseMs, core.clientId, enqueue, t.forScript], budget)) as number[];
-          } catch (error) {
-            // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
-            if (fresh && mayHaveRun(error)) this.#abandon(owner);
-            throw error;
-          }
-          if (reply[0] === 1) {
-            return { done: true, value: new HeldLock(this.#table.held(owner, reply[1] ?? 0, sentAt, leaseMs, fixedLease === undefined), reply[2] ?? 1) };
-          }
-          if (reply[2] === 1) queuedAt = sentAt;
-          // A grant message already on its way was sent before this attempt ran, which found it gone: ignore it.
-          staleBelow = Math.max(staleBelow, (reply[3] ?? 0) + 1);
-          if (reply[2] === 1 && !heartbeat) {
-            heartbeat = this.#heartbeat(channel);
-            heartbeat.join(owner);
-          }
-          // Sleep until the hand-off message names us, or until the holder's lease (or an unclaimed grant) lapses: the
-          // next attempt then hands the lock on at once. The heartbeat covers a lost message.
-          return { done: false, retryInMs: retryAfterPttl(reply[1] ?? -1) };
-        },
-        onPayload: (payload) => {
-          const token = Number(payload);
-          return token >= staleBelow ? this.#handedOver(owner, token, queuedAt, leaseMs, fixedLease === undefined) : undefined;
-        },
-        onGiveUp: async () => {
-          if (heartbeat) await this.leaveQueue(owner);
-        },
-      });
-      if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
-      return held;
-    } finally {
-      // A hand-off held from its message stays in the heartbeat until its claim lands: a heartbeat that saw the grant
-      // still unclaimed must take it for this waiter's (and leave it be), not for a waiter gone (and pass it on).
-      const claim = held?.hold.claim;
-      const beat = heartbeat;
-      if (beat && claim) void claim.finally(() => beat.leave(owner));
-      else beat?.leave(owner);
-    }
+  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const info = await this.inspect();
+    // a hand-off not yet claimed (hold count 0) is the grantee's to claim, not a hold to adopt
+    return info.owner === owner && info.holdCount > 0 ? { holdCount: info.holdCount, token: info.token } : null;
   }
 
-  /**
-   * The hand-off message named this waiter and its token: the lock is ours in Redis from the grant on, and the grant
-   * lasts at least until the waiter's last queued attempt was sent + `aliveMs` (that attempt set the client's alive
-   * time, which the grant's TTL covers; see includes/fair-advance.lua), and the claim, which sets the holder's lease
-   * from a later moment, keeps it at least until that send + `leaseMs`. So the waiter holds the lock at once, on a
-   * first lease of the shorter of the two from that send, without the claim's round trip; the claim (hold count 0 → 1, the full lease) follows in
-   * the background and moves the deadline out. When too little of that first lease is left, it returns `undefined`
-   * and the waiter claims first, as an attempt.
-   */
-  #handedOver(owner: string, token: number, queuedAt: number, leaseMs: number, watchdog: boolean): HeldLock | undefined {
-    // Not longer than the holder's own lease either: the claim sets the key's TTL to that lease, from a later moment.
-    const first = Math.min(this.timing.aliveMs, leaseMs);
-    const left = queuedAt + first - driftOf(first) - now();
-    if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
-    const hold = this.#table.held(owner, token, queuedAt, leaseMs, watchdog, first);
-    const held = new HeldLock(hold, 1);
-    publishHandoff(this.name, hold, 'granted');
-    // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
-    // release and any re-entry wait for it, so Redis still sees the claim first.
-    hold.claim = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#claim(hold, leaseMs))
-      .finally(() => {
-        hold.claim = undefined;
+  wrap(hold: Hold, holdCount: number): HeldLock {
+    return new HeldLock(hold, holdCount);
+  }
+
+  start(a: Acquiring<HeldLock>): Acquisition<HeldLock> {
+    return new FairAcquisition(this, a);
+  }
+
+  /** Takes `owner` out of the queue; passes on a grant it has not claimed. */
+  async leaveQueue(owner: string): Promise<void> {
+    await this.core.run(scripts['fair-lock/leave'], this.keys(), [owner, this.timing.grantFloorMs]);
+  }
+
+  /** This client's heartbeat for this lock's waiters (one per name and `waiterTimeout`). */
+  heartbeat(): Heartbeat {
+    let byName = heartbeats.get(this.core);
+    if (!byName) {
+      byName = new Map();
+      heartbeats.set(this.core, byName);
+    }
+    const id = `${this.name}\0${this.waiterTimeout}`;
+    let beat = byName.get(id);
+    if (!beat) {
+      const map = byName;
+      const created = new Heartbeat(this, this.channel, () => {
+        if (map.get(id) === created) map.delete(id);
       });
-    return held;
+      beat = created;
+      map.set(id, created);
+    }
+    return beat;
   }
 
   /** Claims a grant already counted as held: confirms the full lease, or marks the hold lost if the grant is gone. */
-  async #claim(hold: Hold, leaseMs: number): Promise<void> {
+  async claim(hold: Hold, leaseMs: number): Promise<void> {
     const core = this.core;
     const t = this.timing;
     let sentAt = now();
@@ -433,9 +325,9 @@ export class FairLock {
       reply = await retryOnConnectionError(
         async () => {
           sentAt = now();
-          return (await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript])) as number[];
+          return await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript]);
         },
-        (n) => !hold.lease.done && now() + 25 * n < hold.lease.deadline,
+        (_n, pauseMs) => !hold.lease.done && now() + pauseMs < hold.lease.deadline,
       );
     } catch (error) {
       publishHandoff(this.name, hold, 'claim-failed');
@@ -447,51 +339,92 @@ export class FairLock {
     if (claimed) hold.lease.confirm(sentAt, leaseMs);
     else hold.lease.lose('taken-over');
   }
+}
 
-  #heartbeat(channel: string): Heartbeat {
-    let byName = heartbeats.get(this.core);
-    if (!byName) {
-      byName = new Map();
-      heartbeats.set(this.core, byName);
-    }
-    const id = `${this.name}\0${this.waiterTimeout}`;
-    let beat = byName.get(id);
-    if (!beat) {
-      const map = byName;
-      const created = new Heartbeat(this, channel, () => {
-        if (map.get(id) === created) map.delete(id);
-      });
-      beat = created;
-      map.set(id, created);
-    }
-    return beat;
+/** One acquisition of a fair lock: its place in the queue, its heartbeat, and the hand-off it waits for. */
+class FairAcquisition implements Acquisition<HeldLock> {
+  readonly #enqueue: '0' | '1';
+  #heartbeat: Heartbeat | undefined;
+  /** When this waiter's last attempt that left it queued was sent: the grant it waits for outlives that + aliveMs. */
+  #queuedAt = -Infinity;
+  /** Hand-off messages with a lower token were sent before this waiter's last attempt ran, which found them stale. */
+  #staleBelow = 0;
+
+  constructor(
+    readonly spec: FairSpec,
+    readonly a: Acquiring<HeldLock>,
+  ) {
+    this.#enqueue = a.timeout === 0 ? '0' : '1';
   }
 
-  /** @internal Takes `owner` out of the queue; passes on a grant it has not claimed. */
-  async leaveQueue(owner: string): Promise<void> {
-    await this.core.run(scripts['fair-lock/leave'], this.keys(), [owner, this.timing.grantFloorMs]);
+  async attempt(budget: number): Promise<Attempt<HeldLock>> {
+    const { spec, a } = this;
+    const sentAt = now();
+    const reply = await spec.core.run(scripts['fair-lock/acquire'], spec.keys(), [a.owner, a.leaseMs, spec.core.clientId, this.#enqueue, spec.timing.forScript], budget);
+    if (reply[0] === 1) return { done: true, value: a.grant(reply[1] ?? 0, reply[2] ?? 1, sentAt) };
+    if (reply[2] === 1) this.#queuedAt = sentAt;
+    // A grant message already on its way was sent before this attempt ran, which found it gone: ignore it.
+    this.#staleBelow = Math.max(this.#staleBelow, (reply[3] ?? 0) + 1);
+    if (reply[2] === 1 && !this.#heartbeat) {
+      this.#heartbeat = spec.heartbeat();
+      this.#heartbeat.join(a.owner);
+    }
+    // Sleep until the hand-off message names us, or until the holder's lease (or an unclaimed grant) lapses: the
+    // next attempt then hands the lock on at once. The heartbeat covers a lost message.
+    return { done: false, retryInMs: retryAfterPttl(reply[1] ?? -1) };
   }
 
-  #abandon(owner: string): void {
-    Promise.allSettled([this.#table.ops.releaseAll(owner), this.leaveQueue(owner)]).catch(() => {
+  /** The reply was lost: the lock may be ours in Redis, or this owner queued. */
+  undo(): void {
+    if (!this.a.fresh) return;
+    const owner = this.a.owner;
+    Promise.allSettled([this.a.table.ops.releaseAll(owner), this.spec.leaveQueue(owner)]).catch(() => {
       /* never rejects */
     });
   }
 
-  /** @internal The release script's keys without a marker: the five of {@link FairLock.keys}, then the events marker. */
-  releaseKeys(): string[] {
-    return (this.#releaseKeyNames ??= [...this.keys(), this.core.keys.fairObserved(this.name)]);
+  onPayload(payload: string): HeldLock | undefined {
+    const token = Number(payload);
+    return token >= this.#staleBelow ? this.#handedOver(token) : undefined;
   }
-  #releaseKeyNames: string[] | undefined;
 
-  /** @internal One run of the release script; `mode`: all + 2 × retry. */
-  release(owner: string, mode: string, marker: string | undefined): Promise<number> {
-    const core = this.core;
-    const grantFloor = this.timing.grantFloorMs;
-    return core.run(
-      scripts['fair-lock/release'],
-      marker === undefined ? this.releaseKeys() : [...this.releaseKeys(), marker],
-      marker === undefined ? [owner, mode, grantFloor] : [owner, mode, grantFloor, core.settings.releaseMarkerTtl],
-    ) as Promise<number>;
+  async withdraw(): Promise<void> {
+    if (this.#heartbeat) await this.spec.leaveQueue(this.a.owner);
+  }
+
+  done(held: HeldLock | null): void {
+    // A hand-off held from its message stays in the heartbeat until its claim lands: a heartbeat that saw the grant
+    // still unclaimed must take it for this waiter's (and leave it be), not for a waiter gone (and pass it on).
+    const beat = this.#heartbeat;
+    if (!beat) return;
+    const owner = this.a.owner;
+    const claim = held ? this.a.table.claimOf(owner) : undefined;
+    if (claim) void claim.finally(() => beat.leave(owner));
+    else beat.leave(owner);
+  }
+
+  /**
+   * The hand-off message named this waiter and its token: the lock is ours in Redis from the grant on, and the grant
+   * lasts at least until the waiter's last queued attempt was sent + `aliveMs` (that attempt set the client's alive
+   * time, which the grant's TTL covers; see includes/fair-advance.lua), and the claim, which sets the holder's lease
+   * from a later moment, keeps it at least until that send + `leaseMs`. So the waiter holds the lock at once, on a
+   * first lease of the shorter of the two from that send, without the claim's round trip; the claim (hold count 0 → 1, the full lease) follows in
+   * the background and moves the deadline out. When too little of that first lease is left, it returns `undefined`
+   * and the waiter claims first, as an attempt.
+   */
+  #handedOver(token: number): HeldLock | undefined {
+    const { spec, a } = this;
+    const leaseMs = a.leaseMs;
+    // Not longer than the holder's own lease either: the claim sets the key's TTL to that lease, from a later moment.
+    const first = Math.min(spec.timing.aliveMs, leaseMs);
+    const left = this.#queuedAt + first - driftOf(first) - now();
+    if (!Number.isSafeInteger(token) || token < 1 || left < Math.max(20, first / 4)) return undefined;
+    const held = a.grant(token, 1, this.#queuedAt, undefined, first);
+    const hold = held.hold;
+    publishHandoff(spec.name, hold, 'granted');
+    // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
+    // release and any re-entry wait for it, so Redis still sees the claim first.
+    a.table.claim(hold, () => spec.claim(hold, leaseMs));
+    return held;
   }
 }

@@ -13,16 +13,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError } from '../errors.js';
+import { LockNotHeldError } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { traceAcquire, type HeldFacts } from '../internal/trace.js';
-import type { AcquireContext } from '../diagnostics.js';
-import { HoldTable, LeasedHeld, type Hold } from '../internal/hold.js';
-import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optSignal } from '../internal/validate.js';
-import { waitFor } from '../internal/wait.js';
+import type { HeldFacts } from '../internal/trace.js';
+import { LeasedHeld, type Hold } from '../internal/hold.js';
+import { Template, type Acquiring, type Acquisition, type AdoptOptions, type PrimitiveSpec, type ReleaseMode } from '../internal/primitive.js';
+import type { ReplicaSync } from '../internal/replica-sync.js';
+import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, optBoolean, optDuration } from '../internal/validate.js';
+import type { Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { mayHaveRun } from '../script.js';
-import { adoptParams, type AdoptOptions } from './lock.js';
 import { checkPermitDelta, checkPermits, MAX_PERMITS, SEMAPHORE_RECHECK_MS } from './semaphore.js';
 
 /** Options of {@link PermitExpirableSemaphore.acquire}. */
@@ -45,9 +44,15 @@ export interface PermitAcquireOptions {
    * @default false
    */
   persist?: boolean;
+  /**
+   * Wait for replicas after this acquisition (`WAIT`/`WAITAOF`); `false` turns the client's `replicaSync` off for it.
+   * When not reached, the permits are given back and `ReplicationNotReachedError` thrown.
+   * @default the client's `replicaSync`
+   */
+  replicaSync?: ReplicaSync | false;
 }
 
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'persist'] as const;
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'persist', 'replicaSync'] as const;
 
 /** Options of {@link PermitExpirableSemaphore.trySetPermits}. */
 export interface PermitSemaphoreSetOptions {
@@ -105,8 +110,7 @@ export class Permit extends LeasedHeld {
 
   /** Released already by id from this client (`release(id)`, `releaseMany`): not held, and not lost either. */
   protected override releaseOnce(): Promise<void> {
-    const lease = this.hold.lease;
-    if (lease.done && !lease.lost && this.hold.holds === 0) {
+    if (this.hold.settled) {
       return Promise.reject(new LockNotHeldError(this.name, `permit ${this.id} of "${this.name}" was already released by id`));
     }
     return super.releaseOnce();
@@ -133,7 +137,7 @@ export const MAX_PERMIT_IDS = 1000;
  * ```
  */
 export class PermitExpirableSemaphore {
-  readonly #table: HoldTable;
+  readonly #t: Template<Permit>;
 
   /** @internal */
   constructor(
@@ -142,29 +146,16 @@ export class PermitExpirableSemaphore {
     /** The semaphore's name. */
     readonly name: string,
   ) {
-    this.#table = new HoldTable(
-      {
-        name,
-        kind: 'permit',
-        renew: (id, leaseMs) => this.#renewById(id, leaseMs),
-        // a permit is released whole: 0 permits back means it was not held (-1 for the engine)
-        releaseRequest: (id) => async () => ((await this.#releaseById(id)) > 0 ? 0 : -1),
-        releaseAll: (id) => this.#releaseById(id),
-        inspectOwner: async (id) => {
-          const reply = (await this.core.run(scripts['psem/state'], this.#keys, [this.#channel, id])) as number[];
-          const weight = reply[4] ?? 0;
-          return weight > 0 ? { holdCount: weight, token: 0 } : null;
-        },
-      },
-      core,
-    );
+    this.#t = new Template(core, name, new PermitSpec(this));
   }
 
-  get #keys(): string[] {
+  /** @internal */
+  get keys(): string[] {
     const k = this.core.keys;
     return [k.permits(this.name), k.permitLeases(this.name), k.permitWeights(this.name)];
   }
-  get #channel(): string {
+  /** @internal */
+  get channel(): string {
     return this.core.keys.permitsChannel(this.name);
   }
 
@@ -178,7 +169,7 @@ export class PermitExpirableSemaphore {
     checkKnownKeys(opts, SET_KEYS);
     const ttl = optDuration(opts.ttl, 'options.ttl');
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'nx', ttl ?? 0])) as number[];
+    const reply = await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'nx', ttl ?? 0]);
     return reply[0] === 1;
   }
 
@@ -191,7 +182,7 @@ export class PermitExpirableSemaphore {
   async setPermits(permits: number): Promise<number> {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
-    return (await this.core.run(scripts['psem/set'], this.#keys, [n, this.#channel])) as number;
+    return await this.core.run(scripts['psem/set'], this.keys, [n, this.channel]);
   }
 
   /**
@@ -202,13 +193,13 @@ export class PermitExpirableSemaphore {
   async expire(ttl: number): Promise<boolean> {
     const ms = checkDuration(ttl, 'ttl');
     this.core.assertOpen();
-    return (await this.core.run(scripts['psem/expire'], this.#keys, [ms])) === 1;
+    return (await this.core.run(scripts['psem/expire'], this.keys, [ms])) === 1;
   }
 
   /** Takes the semaphore's own TTL away: it persists again. @returns false when it does not exist */
   async persist(): Promise<boolean> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['psem/expire'], this.#keys, ['0'])) === 1;
+    return (await this.core.run(scripts['psem/expire'], this.keys, ['0'])) === 1;
   }
 
   /** ms until the semaphore itself expires, or `null` when it has no TTL of its own (or does not exist). */
@@ -223,7 +214,7 @@ export class PermitExpirableSemaphore {
   async addPermits(permits: number): Promise<number> {
     const n = checkPermitDelta(permits);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/add'], this.#keys, [n, this.#channel, 'add', 0])) as number[];
+    const reply = await this.core.run(scripts['psem/add'], this.keys, [n, this.channel, 'add', 0]);
     return reply[1] ?? 0;
   }
 
@@ -240,7 +231,7 @@ export class PermitExpirableSemaphore {
   /** Free and held permits, and live leases, in one step (expired leases are reclaimed first). */
   async inspect(): Promise<PermitSemaphoreInfo> {
     this.core.assertOpen();
-    const [available, acquired, leases] = (await this.core.run(scripts['psem/state'], this.#keys, [this.#channel, ''])) as number[];
+    const [available, acquired, leases] = await this.core.run(scripts['psem/state'], this.keys, [this.channel, '']);
     return { name: this.name, available: available ?? 0, acquired: acquired ?? 0, leases: leases ?? 0 };
   }
 
@@ -248,7 +239,7 @@ export class PermitExpirableSemaphore {
   async remainingLease(permitId: string): Promise<number | null> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['psem/state'], this.#keys, [this.#channel, id])) as number[];
+    const reply = await this.core.run(scripts['psem/state'], this.keys, [this.channel, id]);
     const left = reply[3] ?? -2;
     return left === -3 ? Infinity : left < 0 ? null : left;
   }
@@ -259,19 +250,17 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit> {
-    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace))) as Permit;
+    return (await this.#t.acquire(options, true, (a) => new PermitAcquisition<Permit>(this, a, permits, false))) as Permit;
   }
 
   /** One attempt (or a wait of at most `timeout` ms): the permit, or `null` when not enough are free. */
   tryAcquire(permits = 1, options?: PermitAcquireOptions): Promise<Permit | null> {
-    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace)) as Promise<Permit | null>;
+    return this.#t.acquire(options, false, (a) => new PermitAcquisition<Permit>(this, a, permits, false));
   }
 
   /** Runs `fn` holding `permits` permits and gives them back afterwards. `fn` gets the permit (its `signal`). */
-  async withPermit<T>(fn: (permit: Permit) => Promise<T> | T, permits = 1, options?: PermitAcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new TypeError(`fn must be a function, got ${typeof fn}`);
-    await using permit = await this.acquire(permits, options);
-    return await fn(permit);
+  withPermit<T>(fn: (permit: Permit) => Promise<T> | T, permits = 1, options?: PermitAcquireOptions): Promise<T> {
+    return this.#t.withLock(fn, () => this.acquire(permits, options), (permit) => permit);
   }
 
   /**
@@ -282,12 +271,12 @@ export class PermitExpirableSemaphore {
    * @throws {AcquireTimeoutError} when `timeout` passes first
    */
   async acquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[]> {
-    return (await traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, true, trace, true))) as Permit[];
+    return (await this.#t.acquire(options, true, (a) => new PermitAcquisition<Permit[]>(this, a, permits, true))) as Permit[];
   }
 
   /** One attempt (or a wait of at most `timeout` ms) of {@link PermitExpirableSemaphore.acquireEach}: the permits, or `null`. */
   tryAcquireEach(permits: number, options?: PermitAcquireOptions): Promise<Permit[] | null> {
-    return traceAcquire('permit-semaphore', this.name, options, (trace) => this.#acquire(permits, options, false, trace, true)) as Promise<Permit[] | null>;
+    return this.#t.acquire(options, false, (a) => new PermitAcquisition<Permit[]>(this, a, permits, true));
   }
 
   /**
@@ -297,7 +286,7 @@ export class PermitExpirableSemaphore {
   async releaseMany(permits: readonly (string | Permit)[]): Promise<void> {
     const ids = this.#ids(permits);
     this.core.assertOpen();
-    const [released] = (await this.core.run(scripts['psem/release-many'], this.#keys, ['all', this.#channel, ...ids])) as number[];
+    const [released] = await this.core.run(scripts['psem/release-many'], this.keys, ['all', this.channel, ...ids]);
     if ((released ?? 0) < 0) {
       throw new LockNotHeldError(this.name, `${-(released ?? 0)} of ${ids.length} permits of "${this.name}" are not held: none was released`);
     }
@@ -308,7 +297,7 @@ export class PermitExpirableSemaphore {
   async tryReleaseMany(permits: readonly (string | Permit)[]): Promise<number> {
     const ids = this.#ids(permits);
     this.core.assertOpen();
-    const [released] = (await this.core.run(scripts['psem/release-many'], this.#keys, ['any', this.#channel, ...ids])) as number[];
+    const [released] = await this.core.run(scripts['psem/release-many'], this.keys, ['any', this.channel, ...ids]);
     for (const id of ids) this.#settleLocal(id);
     return released ?? 0;
   }
@@ -319,12 +308,7 @@ export class PermitExpirableSemaphore {
    * @throws {LockNotHeldError} when no such permit is held
    */
   async adopt(permitId: string, options?: AdoptOptions): Promise<Permit> {
-    const { owner: id, lease } = adoptParams(permitId, options, 'permitId');
-    checkPermitId(id);
-    this.core.assertOpen();
-    const adopted = await this.#table.adopt(id, lease ?? this.core.settings.watchdogLease, lease === undefined);
-    if (!adopted) throw new LockNotHeldError(this.name, `permit ${id} of "${this.name}" is not held`);
-    return new Permit(adopted.hold, this, adopted.holdCount);
+    return this.#t.adopt(checkPermitId(permitId), options, 'permitId');
   }
 
   #ids(permits: unknown): string[] {
@@ -337,11 +321,7 @@ export class PermitExpirableSemaphore {
 
   /** A permit of this client released by id: its watchdog stops, and its `release()` has nothing left to do. */
   #settleLocal(id: string): void {
-    const hold = this.#table.get(id);
-    if (!hold) return;
-    hold.holds = 0;
-    hold.lease.stop();
-    this.#table.forget(hold);
+    this.#t.table.settle(id);
   }
 
   /**
@@ -358,7 +338,7 @@ export class PermitExpirableSemaphore {
   async tryRelease(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.core.assertOpen();
-    const released = (await this.#releaseById(id)) > 0;
+    const released = (await this.releaseById(id)) > 0;
     this.#settleLocal(id);
     return released;
   }
@@ -369,74 +349,99 @@ export class PermitExpirableSemaphore {
     const lease = optDuration(leaseMs, 'leaseMs');
     if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
     this.core.assertOpen();
-    return this.#renewById(id, lease);
+    return this.renewById(id, lease);
   }
 
-  /** Returns the permits given back (0 = not held). */
-  async #releaseById(id: string): Promise<number> {
-    return (await this.core.run(scripts['psem/release'], this.#keys, [id, this.#channel])) as number;
+  /** @internal Returns the permits given back (0 = not held). */
+  async releaseById(id: string): Promise<number> {
+    return await this.core.run(scripts['psem/release'], this.keys, [id, this.channel]);
   }
 
-  async #renewById(id: string, leaseMs: number): Promise<boolean> {
-    return (await this.core.run(scripts['psem/renew'], this.#keys, [id, leaseMs, this.#channel])) === 1;
+  /** @internal */
+  async renewById(id: string, leaseMs: number): Promise<boolean> {
+    return (await this.core.run(scripts['psem/renew'], this.keys, [id, leaseMs, this.channel])) === 1;
   }
+}
 
-  /** `required`: `acquire()` — no time limit by default, and the time running out is an {@link AcquireTimeoutError}. */
-  async #acquire(
+/** Expirable permits as their template runs them: each permit is a hold whose owner is its id. */
+class PermitSpec implements PrimitiveSpec<Permit> {
+  readonly kind = 'permit-semaphore';
+  readonly acquireKeys = ACQUIRE_KEYS;
+  readonly contextKey = undefined;
+
+  constructor(readonly semaphore: PermitExpirableSemaphore) {}
+
+  get channel(): string {
+    return this.semaphore.channel;
+  }
+  get syncKey(): string {
+    return this.semaphore.keys[0] as string;
+  }
+  renew(id: string, leaseMs: number): Promise<boolean> {
+    return this.semaphore.renewById(id, leaseMs);
+  }
+  /** A permit is released whole: 0 permits back means it was not held (-1 for the engine). */
+  async release(id: string, _mode: ReleaseMode, _marker: string | undefined): Promise<number> {
+    return (await this.semaphore.releaseById(id)) > 0 ? 0 : -1;
+  }
+  async inspectOwner(id: string): Promise<{ holdCount: number; token: number } | null> {
+    const sem = this.semaphore;
+    const reply = await sem.core.run(scripts['psem/state'], sem.keys, [sem.channel, id]);
+    const weight = reply[4] ?? 0;
+    return weight > 0 ? { holdCount: weight, token: 0 } : null;
+  }
+  /** `permits`: how many the hold holds. */
+  wrap(hold: Hold, permits: number): Permit {
+    return new Permit(hold, this.semaphore, permits);
+  }
+  start(a: Acquiring<Permit>): Acquisition<Permit> {
+    return new PermitAcquisition(this.semaphore, a, 1, false);
+  }
+}
+
+/** One acquisition of permits: `permits` under one id, or (`each`) one id per permit. */
+class PermitAcquisition<R extends Permit | Permit[]> implements Acquisition<R> {
+  readonly #n: number;
+  readonly #leaseArg: number | 'inf';
+  /** The ids of the last attempt (given back when its reply was lost). */
+  #ids: string[] = [];
+
+  constructor(
+    readonly semaphore: PermitExpirableSemaphore,
+    readonly a: Acquiring<Permit>,
     permits: unknown,
-    options: PermitAcquireOptions | undefined,
-    required: boolean,
-    trace: AcquireContext | undefined,
-    each = false,
-  ): Promise<Permit | Permit[] | null> {
-    const n = each ? checkInt(permits, 'permits', 1, MAX_PERMIT_IDS) : checkPermits(permits);
-    const opts = checkOptions<PermitAcquireOptions>(options);
-    checkKnownKeys(opts, ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
-    const fixedLease = optDuration(opts.lease, 'options.lease');
-    const signal = optSignal(opts.signal, 'options.signal');
-    const persist = optBoolean(opts.persist, 'options.persist') ?? false;
-    if (persist && fixedLease !== undefined) throw new TypeError('options.persist and options.lease exclude each other: a permit that persists has no lease');
-    this.core.assertOpen();
-    const core = this.core;
-    const ready = core.ready();
-    if (ready) await ready;
-    const leaseMs = persist ? Infinity : (fixedLease ?? core.settings.watchdogLease);
-    const watchdog = !persist && fixedLease === undefined;
-    const leaseArg = persist ? 'inf' : leaseMs;
-    const permit = await waitFor<Permit | Permit[]>(core, {
-      name: this.name,
-      channel: this.#channel,
-      timeout,
-      signal,
-      trace,
-      attempt: async (budget) => {
-        const ids = Array.from({ length: each ? n : 1 }, () => randomBytes(16).toString('hex'));
-        const sentAt = now();
-        let reply: number[];
-        try {
-          reply = (
-            each
-              ? await core.run(scripts['psem/acquire-each'], this.#keys, [leaseArg, this.#channel, ...ids], budget)
-              : await core.run(scripts['psem/acquire'], this.#keys, [ids[0] as string, n, leaseArg, this.#channel], budget)
-          ) as number[];
-        } catch (error) {
-          // The reply was lost: the permits may be ours in Redis. Give them back; their lease bounds them anyway.
-          if (mayHaveRun(error)) {
-            core.run(scripts['psem/release-many'], this.#keys, ['any', this.#channel, ...ids]).catch(() => {});
-          }
-          throw error;
-        }
-        if (reply[0] === 1) {
-          // one grant for every id: `heldEach` judges it once, and undoes them all when it came too late
-          const taken = this.#table.heldEach(ids, 0, sentAt, leaseMs, watchdog).map((hold) => new Permit(hold, this, each ? 1 : n));
-          return { done: true, value: each ? taken : (taken[0] as Permit) };
-        }
-        const hint = reply[1] ?? -1;
-        return { done: false, retryInMs: hint < 0 ? SEMAPHORE_RECHECK_MS : Math.min(hint, SEMAPHORE_RECHECK_MS) };
-      },
-    });
-    if (!permit && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
-    return permit;
+    readonly each: boolean,
+  ) {
+    this.#n = each ? checkInt(permits, 'permits', 1, MAX_PERMIT_IDS) : checkPermits(permits);
+    const persist = optBoolean((a.options as PermitAcquireOptions).persist, 'options.persist') ?? false;
+    if (persist && a.fixedLease !== undefined) throw new TypeError('options.persist and options.lease exclude each other: a permit that persists has no lease');
+    if (persist) {
+      a.leaseMs = Infinity;
+      a.watchdog = false;
+    }
+    this.#leaseArg = persist ? 'inf' : a.leaseMs;
+  }
+
+  async attempt(budget: number): Promise<Attempt<R>> {
+    const { semaphore: sem, a, each } = this;
+    const n = this.#n;
+    const ids = (this.#ids = Array.from({ length: each ? n : 1 }, () => randomBytes(16).toString('hex')));
+    const sentAt = now();
+    const reply = each
+      ? await sem.core.run(scripts['psem/acquire-each'], sem.keys, [this.#leaseArg, sem.channel, ...ids], budget)
+      : await sem.core.run(scripts['psem/acquire'], sem.keys, [ids[0] as string, n, this.#leaseArg, sem.channel], budget);
+    if (reply[0] === 1) {
+      // one grant for every id: judged once, and undone for all when it came too late (see `HoldTable.heldEach`)
+      const taken = a.grantEach(ids, 0, each ? 1 : n, sentAt);
+      return { done: true, value: (each ? taken : taken[0]) as R };
+    }
+    const hint = reply[1] ?? -1;
+    return { done: false, retryInMs: hint < 0 ? SEMAPHORE_RECHECK_MS : Math.min(hint, SEMAPHORE_RECHECK_MS) };
+  }
+
+  /** The reply was lost: the permits may be ours in Redis. Give them back; their lease bounds them anyway. */
+  undo(): void {
+    const sem = this.semaphore;
+    sem.core.run(scripts['psem/release-many'], sem.keys, ['any', sem.channel, ...this.#ids]).catch(() => {});
   }
 }

@@ -18,25 +18,18 @@
  * @module
  */
 import type { Core } from '../core.js';
-import { AcquireTimeoutError, LockNotHeldError, UpgradeRefusedError } from '../errors.js';
-import { acquireParams } from '../internal/acquire.js';
+import { LockNotHeldError, UpgradeRefusedError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { ownerFingerprint } from '../internal/fingerprint.js';
-import { HoldTable, LeasedHeld, markerOnDemand, type Hold, type HoldOps } from '../internal/hold.js';
-import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from '../internal/events.js';
-import { withHeld } from '../internal/scope.js';
-import { kindOf, traceAcquire } from '../internal/trace.js';
-import type { AcquireContext } from '../diagnostics.js';
+import { LeasedHeld, type Hold } from '../internal/hold.js';
+import type { EventSource, ReleaseEvent, WaitUntilFreeOptions } from '../internal/events.js';
+import { OwnedLock, type Acquiring, type Acquisition, type FreeSpec, type PrimitiveSpec, type ReleaseMode } from '../internal/primitive.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from '../internal/validate.js';
-import { retryAfterPttl, waitFor } from '../internal/wait.js';
+import { retryAfterPttl, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { mayHaveRun } from '../script.js';
-import { adoptParams, type AcquireOptions, type AdoptOptions } from './lock.js';
+import type { AcquireOptions } from './lock.js';
 
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner'] as const;
-
-/** What one acquire attempt found. */
-type SideAttempt = { acquired: true; token: number; holdCount: number } | { acquired: false; retryInMs: number };
+const ACQUIRE_KEYS = ['timeout', 'lease', 'signal', 'owner', 'replicaSync'] as const;
 
 /** Options of `holdfast.readWriteLock(name, options)`. */
 export interface ReadWriteLockOptions {
@@ -103,6 +96,14 @@ export class HeldReadLock extends LeasedHeld {
 
 /** One acquisition of the write lock, with its fencing token. Release it once (`release()` or `await using`). */
 export class HeldWriteLock extends LeasedHeld {
+  readonly #rw: ReadWriteLock;
+
+  /** @internal */
+  constructor(hold: Hold, holdCount: number, rw: ReadWriteLock) {
+    super(hold, holdCount);
+    this.#rw = rw;
+  }
+
   /** The fencing token: strictly greater than every token minted before for this name. */
   get token(): number {
     return this.hold.token;
@@ -116,7 +117,7 @@ export class HeldWriteLock extends LeasedHeld {
   async downgrade(options?: Omit<AcquireOptions, 'owner'>): Promise<HeldReadLock> {
     const opts = checkOptions<AcquireOptions>(options);
     if ('owner' in opts) throw new TypeError('options.owner is not accepted by downgrade(): the write lock owner is used');
-    const rw = (this.hold.table.ops as SideOps).rw;
+    const rw = this.#rw;
     // The owner holds the write lock, so the read lock is granted at once unless the write lock was lost.
     const read = await rw.readLock().tryAcquire({ ...opts, owner: this.owner });
     if (!read) throw new LockNotHeldError(this.name, `write lock "${this.name}" was no longer held when downgrading`);
@@ -143,102 +144,22 @@ export interface WriteLockScope {
   lock: HeldWriteLock;
 }
 
-/**
- * One side's scripts, as the hold engine calls them: one small object per handle, its key names built on first use.
- * The release of an owner's last hold here goes without a release marker (see `markerOnDemand`); the scripts build
- * the lock's channels from the writer key.
- */
-class SideOps implements HoldOps {
-  #keys: { renew: string[]; release: string[]; acquire: string[] } | undefined;
+/** What the read and the write side share besides the template: who holds them. */
+abstract class Side<H extends LeasedHeld, S> extends OwnedLock<H, S, AcquireOptions> {
+  readonly #spec: SideSpec<H>;
 
-  constructor(
-    /** The read-write lock (for `downgrade`). */
-    readonly rw: ReadWriteLock,
-    readonly kind: 'read lock' | 'write lock',
-    readonly inspectOwner: (owner: string) => Promise<{ holdCount: number; token: number } | null>,
-  ) {}
-
-  get name(): string {
-    return this.rw.name;
-  }
-
-  /** Key names: of the renew, the release (without a marker) and the acquire script of this side. */
-  keys(): { renew: string[]; release: string[]; acquire: string[] } {
-    if (this.#keys) return this.#keys;
-    const { core, name } = this.rw;
-    const k = core.keys;
-    const [writer, readers, counts, intents] = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)];
-    return (this.#keys =
-      this.kind === 'read lock'
-        ? { renew: [readers, counts, intents], release: [readers, counts, intents, writer, k.rwObserved(name)], acquire: [writer, readers, counts, intents] }
-        : { renew: [writer], release: [writer, k.rwObserved(name), readers], acquire: [writer, readers, counts, intents, k.fence(name)] });
-  }
-
-  async renew(owner: string, leaseMs: number): Promise<boolean> {
-    const script = this.kind === 'read lock' ? scripts['rw/read-renew'] : scripts['owned/renew'];
-    return (await this.rw.core.run(script, this.keys().renew, [owner, leaseMs])) === 1;
-  }
-
-  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
-    return markerOnDemand(this.rw.core, this.name, holdsHere, (mode, marker) => this.#release(owner, mode, marker));
-  }
-
-  releaseAll(owner: string): Promise<unknown> {
-    return this.#release(owner, '1', undefined); // every hold at once: nothing remains, so no marker
-  }
-
-  /** One run of the release script; `mode`: all + 2 × retry. */
-  #release(owner: string, mode: string, marker: string | undefined): Promise<number> {
-    const core = this.rw.core;
-    const keys = this.keys().release;
-    return core.run(
-      this.kind === 'read lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
-      marker === undefined ? keys : [...keys, marker],
-      marker === undefined ? [owner, mode] : [owner, mode, core.settings.releaseMarkerTtl],
-    ) as Promise<number>;
-  }
-}
-
-/** What the read and the write side share: acquisition, re-entry through the async context, `withLock`. */
-abstract class Side<H extends LeasedHeld> {
   /** @internal */
-  readonly table: HoldTable;
-
-  constructor(
-    /** @internal */
-    readonly rw: ReadWriteLock,
-  ) {
-    this.table = new HoldTable(this.ops(), rw.core);
+  constructor(spec: SideSpec<H>, scope: (held: H) => S) {
+    super(spec.rw.core, spec.rw.name, spec, scope);
+    this.#spec = spec;
   }
-
-  /** The lock's name. */
-  get name(): string {
-    return this.rw.name;
-  }
-  /** @internal */
-  get core(): Core {
-    return this.rw.core;
-  }
-
-  /** This side's scripts. */
-  protected abstract ops(): HoldOps;
-  /** One atomic acquire attempt. `waiting` = the caller will wait if busy. */
-  protected abstract attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt>;
-  /** Wraps a hold in the public held object. */
-  protected abstract wrap(hold: Hold, holdCount: number): H;
-  /** Called when a wait ends without the lock (timeout, abort, error). */
-  protected giveUp(_owner: string): Promise<void> {
-    return Promise.resolve();
-  }
-  /** What `owner` holds of this side in Redis: hold count and token, or `null` when nothing. */
-  protected abstract heldBy(owner: string): Promise<{ holdCount: number; token: number } | null>;
 
   /** The owner asked about: `options.owner`, else the one this async call chain holds the lock under, if any. */
   #askedOwner(options: unknown): string | undefined {
     const opts = checkOptions<HeldByOptions>(options);
     checkKnownKeys(opts, HELD_BY_KEYS);
     if (opts.owner !== undefined) return checkName(opts.owner, 'options.owner');
-    const inherited = this.core.context.getStore()?.get(this.rw.contextKey);
+    const inherited = this.core.context.getStore()?.get(this.#spec.contextKey);
     return inherited?.active() ? inherited.owner : undefined;
   }
 
@@ -249,7 +170,7 @@ abstract class Side<H extends LeasedHeld> {
   async holdCount(options?: HeldByOptions): Promise<number> {
     const owner = this.#askedOwner(options);
     this.core.assertOpen();
-    return owner === undefined ? 0 : ((await this.heldBy(owner))?.holdCount ?? 0);
+    return owner === undefined ? 0 : ((await this.#spec.inspectOwner(owner))?.holdCount ?? 0);
   }
 
   /**
@@ -259,96 +180,173 @@ abstract class Side<H extends LeasedHeld> {
   async isHeld(options?: HeldByOptions): Promise<boolean> {
     return (await this.holdCount(options)) > 0;
   }
+}
 
-  /**
-   * Takes over the hold of owner `ownerId` on this side (taken with an explicit `owner` by another process, or by a
-   * client that is gone): same hold, no second hold count, renewal taken over here (this client's watchdog, or
-   * `options.lease` set at once); the adopter may release it. See `Lock.adopt`.
-   * @throws {LockNotHeldError} when `ownerId` holds nothing on this side
-   */
-  async adopt(ownerId: string, options?: AdoptOptions): Promise<H> {
-    const { owner, lease } = adoptParams(ownerId, options);
-    this.core.assertOpen();
-    const adopted = await this.table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
-    if (!adopted) throw new LockNotHeldError(this.name, `${this.table.ops.kind} "${this.name}" is not held by the owner to adopt`);
-    return this.wrap(adopted.hold, adopted.holdCount);
+/**
+ * One side as its template runs it: one small object per handle, its key names built on first use. The scripts
+ * build the lock's channels from the writer key. Inside `withLock` (its whole async call chain) the read and the
+ * write lock of this name are acquired under the same owner: re-entry raises the hold count, a read inside a write
+ * is a downgrade, a write inside a read is refused with `UpgradeRefusedError`.
+ */
+abstract class SideSpec<H extends LeasedHeld> implements PrimitiveSpec<H> {
+  abstract readonly kind: 'read-lock' | 'write-lock';
+  readonly acquireKeys = ACQUIRE_KEYS;
+  #keys: { renew: string[]; release: string[]; acquire: string[] } | undefined;
+
+  constructor(readonly rw: ReadWriteLock) {}
+
+  get core(): Core {
+    return this.rw.core;
+  }
+  get contextKey(): string {
+    return this.rw.contextKey;
+  }
+  get syncKey(): string {
+    return this.rw.contextKey; // the writer key: every key of the lock is in its slot
+  }
+  get channel(): string {
+    return this.core.keys.rwChannel(this.rw.name);
   }
 
-  /**
-   * Waits for the lock and returns the held lock.
-   * @throws {AcquireTimeoutError} when `timeout` passes first (never before: the last attempt is made at the deadline)
-   * @throws the signal's reason when `signal` aborts
-   */
-  async acquire(options?: AcquireOptions): Promise<H> {
-    return (await traceAcquire(kindOf(this.table.ops.kind), this.name, options, (trace) => this.#acquire(options, true, trace))) as H;
+  /** Key names: of the renew, the release (without a marker) and the acquire script of this side. */
+  keys(): { renew: string[]; release: string[]; acquire: string[] } {
+    if (this.#keys) return this.#keys;
+    const { core, name } = this.rw;
+    const k = core.keys;
+    const [writer, readers, counts, intents] = [k.rwWriter(name), k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)];
+    return (this.#keys =
+      this.kind === 'read-lock'
+        ? { renew: [readers, counts, intents], release: [readers, counts, intents, writer, k.rwObserved(name)], acquire: [writer, readers, counts, intents] }
+        : { renew: [writer], release: [writer, k.rwObserved(name), readers], acquire: [writer, readers, counts, intents, k.fence(name)] });
   }
 
-  /** One attempt (or a wait of at most `timeout` ms): the held lock, or `null` when still busy when the time is up. */
-  tryAcquire(options?: AcquireOptions): Promise<H | null> {
-    return traceAcquire(kindOf(this.table.ops.kind), this.name, options, (trace) => this.#acquire(options, false, trace));
+  async renew(owner: string, leaseMs: number): Promise<boolean> {
+    const script = this.kind === 'read-lock' ? scripts['rw/read-renew'] : scripts['owned/renew'];
+    return (await this.core.run(script, this.keys().renew, [owner, leaseMs])) === 1;
   }
 
-  /**
-   * Runs `fn` while holding the lock and releases it afterwards, also when `fn` throws. Inside `fn` (its whole async
-   * call chain) the read and the write lock of this name are acquired under the same owner: re-entry raises the hold
-   * count, a read inside a write is a downgrade, a write inside a read is refused with `UpgradeRefusedError`.
-   */
-  withLock<T>(fn: (scope: { signal: AbortSignal; lock: H }) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    return withHeld(this.core, this.rw.contextKey, fn, () => this.acquire(options), (held) => ({ signal: held.signal, lock: held }));
-  }
-
-  async #acquire(options: AcquireOptions | undefined, required: boolean, trace: AcquireContext | undefined): Promise<H | null> {
+  release(owner: string, mode: ReleaseMode, marker: string | undefined): Promise<number> {
     const core = this.core;
-    const { owner, fresh, leaseMs, fixedLease, timeout, signal, ready } = acquireParams<AcquireOptions>(core, options, ACQUIRE_KEYS, required, this.rw.contextKey);
-    if (ready) await ready;
-    const waiting = timeout !== 0;
-    const held = await waitFor(core, {
-      name: this.name,
-      channel: core.keys.rwChannel(this.name),
-      timeout,
-      signal,
-      trace,
-      attempt: async (budget) => {
+    const keys = this.keys().release;
+    return core.run(
+      this.kind === 'read-lock' ? scripts['rw/read-release'] : scripts['rw/write-release'],
+      marker === undefined ? keys : [...keys, marker],
+      marker === undefined ? [owner, mode] : [owner, mode, core.settings.releaseMarkerTtl],
+    );
+  }
+
+  abstract inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null>;
+  abstract wrap(hold: Hold, holdCount: number): H;
+  abstract start(a: Acquiring<H>): Acquisition<H>;
+}
+
+class ReadSpec extends SideSpec<HeldReadLock> implements FreeSpec {
+  readonly kind = 'read-lock';
+
+  /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
+  async readers(owner: string): Promise<unknown[]> {
+    return await this.core.run(scripts['rw/readers'], this.keys().renew, [owner]);
+  }
+  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const count = Number((await this.readers(owner))[0]);
+    return count > 0 ? { holdCount: count, token: 0 } : null;
+  }
+  wrap(hold: Hold, holdCount: number): HeldReadLock {
+    return new HeldReadLock(hold, holdCount);
+  }
+  start(a: Acquiring<HeldReadLock>): Acquisition<HeldReadLock> {
+    return {
+      attempt: async (budget): Promise<Attempt<HeldReadLock>> => {
         const sentAt = now();
-        let result: SideAttempt;
-        try {
-          result = await this.attemptOnce(owner, leaseMs, budget, waiting);
-        } catch (error) {
-          // The reply was lost: the lock may be ours in Redis. Undo a fresh owner's acquisition; its lease bounds it anyway.
-          if (fresh && mayHaveRun(error)) {
-            this.table.ops.releaseAll(owner).catch(() => {
-              /* unreachable: the lease will expire */
-            });
-          }
-          throw error;
-        }
-        if (!result.acquired) return { done: false, retryInMs: result.retryInMs };
-        return { done: true, value: this.wrap(this.table.held(owner, result.token, sentAt, leaseMs, fixedLease === undefined), result.holdCount) };
+        const reply = await this.core.run(scripts['rw/read-acquire'], this.keys().acquire, [a.owner, a.leaseMs], budget);
+        if (reply[0] === 1) return { done: true, value: a.grant(0, reply[1] ?? 1, sentAt) };
+        return { done: false, retryInMs: retryAfterPttl(reply[1] ?? -2) };
       },
-      onGiveUp: () => (waiting ? this.giveUp(owner) : Promise.resolve()),
-    });
-    if (!held && required) throw new AcquireTimeoutError(this.name, timeout ?? 0);
-    return held;
+    };
+  }
+
+  // A new reader would be let in at once when no writer holds the lock or waits for it (readers may hold it).
+  get free(): FreeSpec {
+    return this;
+  }
+  get source(): string {
+    return this.channel;
+  }
+  async busyFor(): Promise<number | null> {
+    const info = await this.rw.inspect();
+    if (info.writer !== null) return info.remainingTtl ?? -1;
+    return info.waitingWriters > 0 ? this.rw.writerIntent : null;
+  }
+  freeOn(): boolean {
+    return false; // every wake-up of the lock makes it look again
+  }
+}
+
+class WriteSpec extends SideSpec<HeldWriteLock> implements FreeSpec {
+  readonly kind = 'write-lock';
+
+  async inspectOwner(owner: string): Promise<{ holdCount: number; token: number } | null> {
+    const info = await this.rw.inspect();
+    return info.writer === owner ? { holdCount: info.writeHoldCount, token: info.token } : null;
+  }
+  wrap(hold: Hold, holdCount: number): HeldWriteLock {
+    return new HeldWriteLock(hold, holdCount, this.rw);
+  }
+  start(a: Acquiring<HeldWriteLock>): Acquisition<HeldWriteLock> {
+    const intent = this.rw.writerIntent;
+    const waiting = a.timeout !== 0;
+    return {
+      attempt: async (budget): Promise<Attempt<HeldWriteLock>> => {
+        const sentAt = now();
+        const reply = await this.core.run(scripts['rw/write-acquire'], this.keys().acquire, [a.owner, a.leaseMs, waiting ? intent : 0], budget);
+        if (reply[0] === 1) return { done: true, value: a.grant(reply[1] ?? 0, reply[2] ?? 1, sentAt) };
+        if (reply[0] === -1) throw new UpgradeRefusedError(this.rw.name);
+        const pttl = reply[1] ?? -2;
+        // Come back before the intent lapses, so new readers keep waiting behind this writer.
+        const refresh = Math.max(1, Math.floor(intent / 3));
+        return { done: false, retryInMs: pttl === -2 ? 0 : pttl < 0 ? refresh : Math.min(pttl, refresh) };
+      },
+      /** A waiting writer that gives up takes its intent back. */
+      withdraw: async (): Promise<void> => {
+        const k = this.core.keys;
+        await this.core.run(scripts['rw/withdraw'], [k.rwIntents(this.rw.name)], [a.owner, k.rwChannel(this.rw.name)]);
+      },
+    };
+  }
+
+  // Free when neither a writer nor any reader holds the lock.
+  get free(): FreeSpec {
+    return this;
+  }
+  /** Where this lock's releases are published while someone observes it. */
+  get source(): EventSource {
+    const k = this.core.keys;
+    return { channel: k.rwEvents(this.rw.name), marker: k.rwObserved(this.rw.name) };
+  }
+  async busyFor(): Promise<number | null> {
+    const info = await this.rw.inspect();
+    if (info.writer !== null) return info.remainingTtl ?? -1;
+    if (info.readers === 0) return null;
+    return (await this.rw.readLock().remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
+  }
+  /** 'w1', 'r1': a release that left it free; 'a': a force-unlock; 'w0', 'r0': readers still hold it. */
+  freeOn(message: string): boolean {
+    return message !== 'w0' && message !== 'r0';
+  }
+  parse(message: string): Omit<ReleaseEvent, 'name'> {
+    return message === 'a' ? { kind: 'force-unlock' } : { kind: 'release', side: message.startsWith('w') ? 'write' : 'read' };
   }
 }
 
 /** The read side of a {@link ReadWriteLock}. Same API as `Lock`. */
-export class ReadLock extends Side<HeldReadLock> {
+export class ReadLock extends Side<HeldReadLock, ReadLockScope> {
+  readonly #spec: ReadSpec;
+
   /** @internal */
   constructor(rw: ReadWriteLock) {
-    super(rw);
-  }
-  protected ops(): HoldOps {
-    return new SideOps(this.rw, 'read lock', (owner) => this.heldBy(owner));
-  }
-  /** `rw/readers`: `[owner's count, owner's ms left, fingerprint, count, ms left, …]`. */
-  async #readers(owner: string): Promise<unknown[]> {
-    const k = this.core.keys;
-    return (await this.core.run(scripts['rw/readers'], [k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name)], [owner])) as unknown[];
-  }
-  protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
-    const count = Number((await this.#readers(owner))[0]);
-    return count > 0 ? { holdCount: count, token: 0 } : null;
+    const spec = new ReadSpec(rw);
+    super(spec, (held) => ({ signal: held.signal, lock: held }));
+    this.#spec = spec;
   }
 
   /**
@@ -357,7 +355,7 @@ export class ReadLock extends Side<HeldReadLock> {
    */
   async readers(): Promise<ReaderInfo[]> {
     this.core.assertOpen();
-    const reply = await this.#readers('');
+    const reply = await this.#spec.readers('');
     const readers: ReaderInfo[] = [];
     for (let i = 2; i + 2 < reply.length; i += 3) {
       readers.push({ fingerprint: String(reply[i]), holdCount: Number(reply[i + 1]), remainingTtl: Number(reply[i + 2]) });
@@ -379,93 +377,30 @@ export class ReadLock extends Side<HeldReadLock> {
    * readers may hold it) → `true`; `false` when `timeout` passes first.
    * @throws the signal's reason when `signal` aborts
    */
-  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
-    const { timeout, signal } = waitUntilFreeParams(options);
-    this.core.assertOpen();
-    return waitUntilFree(
-      this.core,
-      this.core.keys.rwChannel(this.name),
-      async () => {
-        const info = await this.rw.inspect();
-        if (info.writer !== null) return info.remainingTtl ?? -1;
-        return info.waitingWriters > 0 ? this.rw.writerIntent : null;
-      },
-      timeout,
-      signal,
-      () => false, // every wake-up of the lock makes it look again
-    );
-  }
-
-  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number): Promise<SideAttempt> {
-    const reply = (await this.core.run(
-      scripts['rw/read-acquire'],
-      (this.table.ops as SideOps).keys().acquire,
-      [owner, leaseMs],
-      budgetMs,
-    )) as number[];
-    if (reply[0] === 1) return { acquired: true, token: 0, holdCount: reply[1] ?? 1 };
-    return { acquired: false, retryInMs: retryAfterPttl(reply[1] ?? -2) };
-  }
-  protected wrap(hold: Hold, holdCount: number): HeldReadLock {
-    return new HeldReadLock(hold, holdCount);
-  }
-
-  /** Runs `fn` under the read lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
-  override withLock<T>(fn: (scope: ReadLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    return super.withLock(fn, options);
+  override waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return super.waitUntilFree(options);
   }
 }
 
 /** The write side of a {@link ReadWriteLock}. Same API as `Lock`, plus `token` and `downgrade()` on the held lock. */
-export class WriteLock extends Side<HeldWriteLock> {
+export class WriteLock extends Side<HeldWriteLock, WriteLockScope> {
   /** @internal */
   constructor(rw: ReadWriteLock) {
-    super(rw);
-  }
-  protected ops(): HoldOps {
-    return new SideOps(this.rw, 'write lock', (owner) => this.heldBy(owner));
-  }
-  protected async heldBy(owner: string): Promise<{ holdCount: number; token: number } | null> {
-    const info = await this.rw.inspect();
-    return info.writer === owner ? { holdCount: info.writeHoldCount, token: info.token } : null;
+    super(new WriteSpec(rw), (held) => ({ signal: held.signal, token: held.token, lock: held }));
   }
 
   /** ms until the writer's lease runs out, or `null` when nobody holds the write lock. */
   async remainingTtl(): Promise<number | null> {
-    return (await this.rw.inspect()).remainingTtl;
+    return (await this.#rw.inspect()).remainingTtl;
   }
 
   /** {@link ReadWriteLock.waitUntilFree}: until neither a writer nor any reader holds the lock. */
-  waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
-    return this.rw.waitUntilFree(options);
+  override waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return super.waitUntilFree(options);
   }
 
-  protected async attemptOnce(owner: string, leaseMs: number, budgetMs: number, waiting: boolean): Promise<SideAttempt> {
-    const intent = this.rw.writerIntent;
-    const reply = (await this.core.run(
-      scripts['rw/write-acquire'],
-      (this.table.ops as SideOps).keys().acquire,
-      [owner, leaseMs, waiting ? intent : 0],
-      budgetMs,
-    )) as number[];
-    if (reply[0] === 1) return { acquired: true, token: reply[1] ?? 0, holdCount: reply[2] ?? 1 };
-    if (reply[0] === -1) throw new UpgradeRefusedError(this.name);
-    const pttl = reply[1] ?? -2;
-    // Come back before the intent lapses, so new readers keep waiting behind this writer.
-    const refresh = Math.max(1, Math.floor(intent / 3));
-    return { acquired: false, retryInMs: pttl === -2 ? 0 : pttl < 0 ? refresh : Math.min(pttl, refresh) };
-  }
-  protected override async giveUp(owner: string): Promise<void> {
-    const k = this.core.keys;
-    await this.core.run(scripts['rw/withdraw'], [k.rwIntents(this.name)], [owner, k.rwChannel(this.name)]);
-  }
-  protected wrap(hold: Hold, holdCount: number): HeldWriteLock {
-    return new HeldWriteLock(hold, holdCount);
-  }
-
-  /** Runs `fn` under the write lock, and releases it when `fn` settles (as {@link Lock.withLock} does). */
-  override withLock<T>(fn: (scope: WriteLockScope) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
-    return super.withLock(({ signal, lock }) => fn({ signal, lock, token: lock.token }), options);
+  get #rw(): ReadWriteLock {
+    return (this.template.spec as WriteSpec).rw;
   }
 }
 
@@ -534,46 +469,24 @@ export class ReadWriteLock {
    * heard → `true`; `false` when `timeout` passes first. See `Lock.waitUntilFree`.
    * @throws the signal's reason when `signal` aborts
    */
-  async waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
-    const { timeout, signal } = waitUntilFreeParams(options);
-    this.core.assertOpen();
-    return waitUntilFree(
-      this.core,
-      this.#events(),
-      async () => {
-        const info = await this.inspect();
-        if (info.writer !== null) return info.remainingTtl ?? -1;
-        if (info.readers === 0) return null;
-        return (await this.readLock().remainingTtl()) ?? 0; // the last reader left meanwhile: look again at once
-      },
-      timeout,
-      signal,
-      // 'w1', 'r1': a release that left it free; 'a': a force-unlock; 'w0', 'r0': readers still hold it
-      (message) => message !== 'w0' && message !== 'r0',
-    );
+  waitUntilFree(options?: WaitUntilFreeOptions): Promise<boolean> {
+    return this.writeLock().waitUntilFree(options);
   }
 
   /** Calls `listener` for each side's release (with `side`) and each force-unlock, by any process, until the returned function is called. */
   onRelease(listener: (event: ReleaseEvent) => void): Promise<() => void> {
-    return onRelease(this.core, this.name, this.#events(), listener, (message) =>
-      message === 'a' ? { kind: 'force-unlock' } : { kind: 'release', side: message.startsWith('w') ? 'write' : 'read' },
-    );
-  }
-
-  /** Where this lock's releases are published while someone observes it. */
-  #events(): EventSource {
-    return { channel: this.core.keys.rwEvents(this.name), marker: this.core.keys.rwObserved(this.name) };
+    return this.writeLock().template.onRelease(listener);
   }
 
   /** Reads writer, readers and waiting writers in one step. */
   async inspect(): Promise<ReadWriteLockInfo> {
     this.core.assertOpen();
     const k = this.core.keys;
-    const reply = (await this.core.run(
+    const reply = await this.core.run(
       scripts['rw/inspect'],
       [k.rwWriter(this.name), k.rwReaders(this.name), k.rwReadCounts(this.name), k.rwIntents(this.name), k.fence(this.name)],
       [],
-    )) as [string | null, number, number, number, number, number, number];
+    );
     const [writer, count, token, pttl, readers, waitingWriters, lastToken] = reply;
     return {
       name: this.name,

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { Closable, Core } from '../core.js';
+import type { Core } from '../core.js';
 import { AcquireTimeoutError } from '../errors.js';
 import { Held } from '../internal/held.js';
 import { traceAcquire, type HeldFacts } from '../internal/trace.js';
@@ -54,7 +54,7 @@ const SET_KEYS = ['ttl'] as const;
  * Permits taken by one `acquire`. Release them once (`release()` or `await using`); a second release does nothing.
  * `holdfast.close()` releases the ones still held.
  */
-export class SemaphorePermits extends Held implements Closable {
+export class SemaphorePermits extends Held {
   /** Given back by `close()`. */
   #closed = false;
 

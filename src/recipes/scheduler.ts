@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Cron } from 'croner';
 import { fingerprint } from '../internal/fingerprint.js';
-import type { Closable, Core } from '../core.js';
+import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
@@ -227,7 +227,7 @@ const MAX_ERROR_CHARS = 300;
  * await scheduler.stop();
  * ```
  */
-export class Scheduler extends EventEmitter<SchedulerEvents> implements Closable {
+export class Scheduler extends EventEmitter<SchedulerEvents> {
   readonly #core: Core;
   readonly #defaults: Required<Omit<SchedulerOptions, 'timezone' | 'onError'>> & Pick<SchedulerOptions, 'timezone' | 'onError'>;
   readonly #jobs = new Map<string, ScheduledJob>();

@@ -10,6 +10,7 @@ import { publishLost, type HeldFacts, type TracedHold } from '../internal/trace.
 import { LockLostError, LockNotHeldError, type LockLostReason, ZooKeeperConnectionError } from '../errors.js';
 import { ZK, zkCode, type SessionLossReason } from './session.js';
 import { type Entry, type ZkCore, watchOwn, wrap } from './queue.js';
+import { backoff, ZOOKEEPER_BACKOFF } from '../internal/backoff.js';
 
 /** The state of a held ZooKeeper lock. */
 export type ZkHoldState = 'held' | 'suspended' | 'lost' | 'released';
@@ -139,7 +140,7 @@ export class ZkHold implements Closable, TracedHold {
             throw new LockNotHeldError(this.name, `"${this.name}" was no longer held when released (its node was deleted)`);
           }
           if (attempt >= 3) throw wrap(error);
-          await new Promise((r) => setTimeout(r, 50 * attempt));
+          await backoff(ZOOKEEPER_BACKOFF, attempt);
         }
       }
     } finally {

@@ -19,6 +19,7 @@ import type { AcquireContext } from '../diagnostics.js';
 import { type LockLostError, ZooKeeperConnectionError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Session, ZK, czxidOf, waitEvent, zkCode, type SessionLossReason } from './session.js';
+import { backoff, ZOOKEEPER_BACKOFF } from '../internal/backoff.js';
 
 /** Settings of a ZooKeeper holdfast client. */
 export interface ZkSettings {
@@ -276,7 +277,7 @@ async function abandon(core: ZkCore, dir: string, prefix: string, path: string |
       return;
     } catch (error) {
       if (zkCode(error) === ZK.NO_NODE) return;
-      await new Promise((r) => setTimeout(r, 50 * attempt));
+      await backoff(ZOOKEEPER_BACKOFF, attempt);
     }
   }
   // Still unreachable: the node goes when the session does (the session deadline closes it).

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { ReplicationNotReachedError } from '../../src/index.js';
+import { ReplicationNotReachedError, type Holdfast } from '../../src/index.js';
 import { cli, infoField, until } from '../support/redis-cli.js';
 import { RedisServer } from '../support/redis-server.js';
 import { describeEachAdapter } from '../support/suite.js';
@@ -69,3 +69,56 @@ describeEachAdapter('replicaSync', (ctx) => {
     }
   });
 }, { server: { args: ['--repl-diskless-sync-delay', '0'] }, requiresServer: 'starts a replica of the server (an in-process store has no replicas)' });
+
+/** Every owner-held primitive: how to take it, and whether it is still taken. */
+const PRIMITIVES: {
+  kind: string;
+  take: (h: Holdfast, name: string, options: object) => Promise<unknown>;
+  taken: (h: Holdfast, name: string) => Promise<boolean>;
+}[] = [
+  { kind: 'Lock', take: (h, n, o) => h.lock(n).acquire(o), taken: (h, n) => h.lock(n).isLocked() },
+  { kind: 'FairLock', take: (h, n, o) => h.fairLock(n).acquire(o), taken: (h, n) => h.fairLock(n).isLocked() },
+  {
+    kind: 'read lock',
+    take: (h, n, o) => h.readWriteLock(n).readLock().acquire(o),
+    taken: async (h, n) => (await h.readWriteLock(n).inspect()).readers > 0,
+  },
+  {
+    kind: 'write lock',
+    take: (h, n, o) => h.readWriteLock(n).writeLock().acquire(o),
+    taken: async (h, n) => (await h.readWriteLock(n).inspect()).writer !== null,
+  },
+  {
+    kind: 'expirable permits',
+    take: async (h, n, o) => {
+      await h.permitExpirableSemaphore(n).trySetPermits(2);
+      return h.permitExpirableSemaphore(n).acquire(2, o);
+    },
+    taken: async (h, n) => (await h.permitExpirableSemaphore(n).inspect()).acquired > 0,
+  },
+];
+
+describeEachAdapter('replicaSync on every primitive (a standalone server: no replica to reach)', (ctx) => {
+  for (const p of PRIMITIVES) {
+    void it(`${p.kind}: the client's replicaSync rolls the acquisition back with REPLICATION_NOT_REACHED`, async () => {
+      const { holdfast, dispose } = await ctx.open({ replicaSync: { replicas: 1, timeout: 50 } });
+      try {
+        const name = `rs-${p.kind.replace(/ /g, '-')}`;
+        const error = await p.take(holdfast, name, {}).then(
+          () => assert.fail('acquired without the replica'),
+          (e: unknown) => e,
+        );
+        assert.ok(error instanceof ReplicationNotReachedError, String(error));
+        assert.equal(error.code, 'REPLICATION_NOT_REACHED');
+        assert.equal(error.reached, 0);
+        assert.equal(await p.taken(holdfast, name), false, 'rolled back: nothing is held');
+        // per acquisition, `replicaSync: false` turns it off
+        const held = (await p.take(holdfast, name, { replicaSync: false })) as AsyncDisposable;
+        assert.equal(await p.taken(holdfast, name), true);
+        await held[Symbol.asyncDispose]();
+      } finally {
+        await dispose();
+      }
+    });
+  }
+}, { requiresServer: 'WAIT counts the replicas of a Redis server' });

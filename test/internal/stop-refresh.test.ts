@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { LockLostError, type Holdfast, type LeasedHeld, type Permit } from '../../src/index.js';
+import { LockLostError, type Holdfast, type Permit } from '../../src/index.js';
+import type { LeasedHeld } from '../../src/internal/hold.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 interface Kind {

@@ -18,6 +18,8 @@
   what is left of the holder's lease (at most 50 ms for a grant not claimed yet): a waiter wakes then at the latest,
   so a lease that lapses is handed on at once, not at the next heartbeat.
   A free lock with live waiters goes to the head of the queue, never to a newcomer.
+  @args [owner: string, leaseMs: number, clientId: string, mode: '0' | '1' | '2', timing: string]
+  @reply [1, token: number, holdCount: number] | [0, pttl: number, queued: 0 | 1, lastToken: number]
 ]]
 -- The common case first, before any helper is defined: a free lock nobody queues for (no lock hash, no queue) goes
 -- to this owner at once (what advance() below would find: nobody to hand it to).

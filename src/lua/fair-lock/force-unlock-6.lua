@@ -10,6 +10,8 @@
   ARGV[2] the events channel: 'a' is published there when a lock was deleted, only while the events marker exists
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when a lock was deleted, 0 when there was none.
+  @args [grantFloorMs: number, eventsChannel: string]
+  @reply 0 | 1
 ]]
 --- @include "fair-advance"
 local deleted = redis.call('del', KEYS[1])

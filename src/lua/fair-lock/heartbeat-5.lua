@@ -14,6 +14,8 @@
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {stale, grantee}: stale = 1 when this client had been counted dead (its queue entries may be gone: its
   waiters must try again), grantee = the owner id of this client's waiter the lock is granted to, or false.
+  @args [channel: string, aliveMs: number, grantFloorMs: number, stateTtlMs: number]
+  @reply [stale: 0 | 1, grantee: string | null]
 ]]
 --- @include "fair-advance"
 local ch = ARGV[1]

@@ -9,6 +9,8 @@
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {owner or false, holdCount, token, pttl, lastToken, queueLength, {live waiter owner ids in order}}.
   queueLength counts entries not yet dropped, dead ones included; the list holds only waiters whose client is alive.
+  @args [maxWaiters: number]
+  @reply [owner: string | null, holdCount: number, token: number, pttl: number, lastToken: number, queueLength: number, waiters: Array<string>]
 ]]
 --- @include "fair-advance"
 local now = redis_now()

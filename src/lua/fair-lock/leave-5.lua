@@ -9,6 +9,8 @@
   ARGV[2] least TTL of a grant in ms
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when an unclaimed grant was passed on, else 0.
+  @args [owner: string, grantFloorMs: number]
+  @reply 0 | 1
 ]]
 --- @include "fair-advance"
 local owner = ARGV[1]

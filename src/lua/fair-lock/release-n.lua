@@ -23,6 +23,8 @@
   hold count of 0 is a grant not yet claimed: not held), -2 when a marker is needed. A retry of a partial release
   returns what the first run returned; a retry of a full release finds the lock gone or handed on (-1), which the
   client reads as "released" only when the reply came before the hold's deadline (see src/internal/hold.ts).
+  @args [owner: string, mode: ReleaseMode, grantFloorMs: number] | [owner: string, mode: ReleaseMode, grantFloorMs: number, markerTtlMs: number]
+  @reply number
 ]]
 --- @include "release-retry"
 local marker = KEYS[7]

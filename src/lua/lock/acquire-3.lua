@@ -24,6 +24,8 @@
   a free lock runs first, two calls (mint a token, then SET NX), before any helper below is even defined. When the
   lock is taken the token minted is simply never used: tokens must only grow, they need not be dense. The waiter list
   is touched only when the lock is taken, or by a waiter: an uncontended acquisition never sees it.
+  @args [owner: string, leaseMs: number, mode: AcquireMode] | [owner: string, leaseMs: number, mode: AcquireMode, since: string]
+  @reply number | [1, number, number] | [0, number, string | null]
 ]]
 local owner = ARGV[1]
 local lease = ARGV[2]

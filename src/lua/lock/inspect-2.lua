@@ -3,6 +3,8 @@
   KEYS[1] the lock: "<hold count>:<fencing token>:<owner id>"
   KEYS[2] the fencing counter
   Returns {owner or false, holdCount, token, pttl, lastToken}.
+  @args []
+  @reply [owner: string | null, holdCount: number, token: number, pttl: number, lastToken: number]
 ]]
 --- @include "lock-value"
 local count, token, owner = lock_parse(redis.call('get', KEYS[1]))

@@ -20,6 +20,8 @@
   which proves nothing by itself (the first run freed it, or the first try never got here and the lease lapsed).
   The client reads it as "released" only when the reply came before the hold's deadline (then only the first run can
   have freed it), else as "not held" (see the release rule in src/internal/hold.ts).
+  @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "lock-value"

@@ -4,6 +4,8 @@
   ARGV[1] owner id
   ARGV[2] new lease in ms
   Returns 1 when extended, 0 when this owner no longer holds the lock.
+  @args [owner: string, leaseMs: number]
+  @reply 0 | 1
 ]]
 --- @include "lock-value"
 local _, _, owner = lock_parse(redis.call('get', KEYS[1]))

@@ -9,6 +9,8 @@
   ARGV[4] channel to publish reclaims on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {1, free permits left} when taken; {0, ms until the nearest lease expires, or -1 if none}.
+  @args [id: string, permits: number, leaseMs: number | 'inf', channel: string]
+  @reply [1, free: number] | [0, retryInMs: number]
 ]]
 --- @include "psem-reclaim"
 --- @include "psem-expiry"

@@ -8,6 +8,8 @@
   ARGV[3 .. #ARGV-1] the permit ids (random, unique)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {1, free permits left} when taken; {0, ms until the nearest lease expires, or -1 if none}.
+  @args [leaseMs: number | 'inf', channel: string, ...ids: Array<string>]
+  @reply [1, free: number] | [0, retryInMs: number]
 ]]
 --- @include "psem-reclaim"
 --- @include "psem-expiry"

@@ -10,6 +10,8 @@
   ARGV[4] with 'nx': a TTL in ms for the semaphore (all three keys), or '0' for none (it persists)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {changed (1/0), free permits now}.
+  @args [permits: number, channel: string, mode: 'add' | 'nx', ttlMs: number | '0']
+  @reply [changed: 0 | 1, free: number]
 ]]
 --- @include "notify"
 --- @include "psem-reclaim"

@@ -6,6 +6,8 @@
   KEYS[3] permit id -> number of permits
   ARGV[1] the TTL in ms, or '0' to persist
   Returns 1 when the semaphore exists, 0 when it does not (nothing done).
+  @args [ttlMs: number | '0']
+  @reply 0 | 1
 ]]
 if redis.call('exists', KEYS[1]) == 0 then
   return 0

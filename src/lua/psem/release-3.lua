@@ -8,6 +8,8 @@
   ARGV[2] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the number of permits given back, or 0 when the permit was not held (released or expired).
+  @args [id: string, channel: string]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "psem-reclaim"

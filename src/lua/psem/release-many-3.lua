@@ -8,6 +8,8 @@
   ARGV[3 .. #ARGV-1] permit ids (distinct)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {leases released, permits given back}; with 'all', {-(ids not held), 0} when one is not held (nothing released).
+  @args [mode: 'all' | 'any', channel: string, ...ids: Array<string>]
+  @reply [released: number, permits: number]
 ]]
 --- @include "notify"
 --- @include "psem-reclaim"

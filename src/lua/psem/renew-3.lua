@@ -8,6 +8,8 @@
   ARGV[3] channel to publish reclaims on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when extended, 0 when the permit is not held (released or expired).
+  @args [id: string, leaseMs: number, channel: string]
+  @reply 0 | 1
 ]]
 --- @include "psem-reclaim"
 local now = redis_now()

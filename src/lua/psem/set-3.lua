@@ -8,6 +8,8 @@
   ARGV[2] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the free permits now.
+  @args [permits: number, channel: string]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "psem-reclaim"

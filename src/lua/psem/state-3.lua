@@ -8,6 +8,8 @@
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns {free permits, permits held, leases held, ms left on ARGV[2]'s lease or -2 if not held (-3: held without
   a lease), ARGV[2]'s permits (0 if not held)}.
+  @args [channel: string, id: string]
+  @reply [free: number, held: number, leases: number, pttl: number, permits: number]
 ]]
 --- @include "psem-reclaim"
 local now = redis_now()

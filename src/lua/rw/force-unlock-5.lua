@@ -10,6 +10,8 @@
   ARGV[2] the events channel: 'a' is published there too, only while the events marker exists
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when a writer or a reader was deleted, 0 when the lock was free.
+  @args [channel: string, eventsChannel: string]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 if redis.call('del', KEYS[1], KEYS[2], KEYS[3]) > 0 then

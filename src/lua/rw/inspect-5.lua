@@ -6,6 +6,8 @@
   KEYS[4] waiting writers' intents zset
   KEYS[5] the fencing counter
   Returns {writer or false, writer hold count, writer token, writer pttl, readers, waiting writers, lastToken}.
+  @args []
+  @reply [writer: string | null, writeHoldCount: number, token: number, pttl: number, readers: number, waitingWriters: number, lastToken: number]
 ]]
 --- @include "redis-now"
 local now = redis_now()

@@ -9,6 +9,8 @@
   Returns {1, holdCount} when acquired; {0, ms to wait at most} when a writer holds the lock or one is waiting.
   A new reader waits while a writer's intent lives (writers are not starved); a reader that already holds the
   read lock, or the owner that holds the write lock (downgrade), is admitted anyway (else it would deadlock).
+  @args [owner: string, leaseMs: number]
+  @reply [1, holdCount: number] | [0, retryInMs: number]
 ]]
 --- @include "rw-purge"
 local now = redis_now()

@@ -18,6 +18,8 @@
   lock free (no reader, no writer), else 'r0'.
   Returns the read holds left (0 = this owner's read lock is released), -1 when this owner holds no read lock, -2 when
   a marker is needed.
+  @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "rw-purge"

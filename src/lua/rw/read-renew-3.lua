@@ -6,6 +6,8 @@
   ARGV[1] owner id
   ARGV[2] lease in ms
   Returns 1 when extended, 0 when this owner holds no read lock.
+  @args [owner: string, leaseMs: number]
+  @reply 0 | 1
 ]]
 --- @include "rw-purge"
 local now = redis_now()

@@ -7,6 +7,8 @@
   ARGV[1] an owner id to report on, or ''
   Returns {ARGV[1]'s hold count (0 when it holds no read lock), its ms left (-2 when none),
   fingerprint 1, hold count 1, ms left 1, fingerprint 2, ...} for the live readers, longest lease first.
+  @args [owner: string]
+  @reply [holdCount: number, pttl: number, ...readers: Array<string | number>]
 ]]
 --- @include "redis-now"
 local now = redis_now()

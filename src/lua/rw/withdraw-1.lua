@@ -5,6 +5,8 @@
   ARGV[2] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when an intent was removed, else 0.
+  @args [owner: string, channel: string]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 if redis.call('zrem', KEYS[1], ARGV[1]) == 1 then

@@ -10,6 +10,8 @@
   ARGV[3] intent TTL in ms: when busy, record that this writer waits (new readers then wait); '0' = do not
   Returns {1, token, holdCount} when acquired; {0, ms to wait at most} when busy;
   {-1} when this owner holds the read lock (an upgrade is refused: it would deadlock with another upgrader).
+  @args [owner: string, leaseMs: number, intentMs: number]
+  @reply [1, token: number, holdCount: number] | [0, retryInMs: number] | [-1]
 ]]
 -- The common case first, before any helper is defined: no writer, no reader, no waiting writer. Take it.
 if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) == 0 then

@@ -17,6 +17,8 @@
   Returns the holds left (0 = released, every waiter woken: readers and writers), -1 when not held, -2 when a marker
   is needed. A retry of a partial release returns what the first run returned; a retry of a full release finds
   nothing (-1), which the client reads as "released" only when the reply came before the hold's deadline (see src/internal/hold.ts).
+  @args [owner: string, mode: ReleaseMode] | [owner: string, mode: ReleaseMode, markerTtlMs: number]
+  @reply number
 ]]
 --- @include "notify"
 --- @include "redis-now"

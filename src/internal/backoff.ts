@@ -1,0 +1,33 @@
+/**
+ * The one retry policy for transient failures (a connection error, a Redis Cluster slot in migration): the n-th pause
+ * is `firstMs × 2^(n-1)`, capped at `capMs`, slept on an unref'd timer (a retry never keeps the process alive). Every
+ * loop that retries takes its pauses from here; each names only where it starts and where it stops growing.
+ */
+import { sleep } from './sleep.js';
+
+/** Where a retry loop's pauses start and where they stop growing. */
+export interface Backoff {
+  /** The first pause, in ms. */
+  readonly firstMs: number;
+  /** The longest pause, in ms. */
+  readonly capMs: number;
+}
+
+/** A release, and a fair lock's claim of a hand-off: requests safe to send again (25, 50, 100 … 1000 ms). */
+export const RELEASE_BACKOFF: Backoff = { firstMs: 25, capMs: 1000 };
+/** A release given up to the background after its tries failed, until its lease runs out (100, 200 … 1000 ms). */
+export const BACKGROUND_BACKOFF: Backoff = { firstMs: 100, capMs: 1000 };
+/** A script a Redis Cluster redirection or a migrating slot refused, within the command's own timeout (10 … 100 ms). */
+export const SCRIPT_BACKOFF: Backoff = { firstMs: 10, capMs: 100 };
+/** A ZooKeeper request safe to send again (a node's delete), and a wait's read after a dropped connection (50, 100 … 1000 ms). */
+export const ZOOKEEPER_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
+
+/** The pause before try `n + 1`, after `n` failed tries (n ≥ 1), in ms. */
+export function pauseAfter(policy: Backoff, n: number): number {
+  return Math.min(policy.capMs, policy.firstMs * 2 ** Math.max(0, n - 1));
+}
+
+/** Sleeps the pause after `n` failed tries (unref'd timer; rejects with the signal's reason when `signal` aborts). */
+export function backoff(policy: Backoff, n: number, signal?: AbortSignal): Promise<void> {
+  return sleep(pauseAfter(policy, n), signal);
+}
