@@ -6,7 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Holdfast } from '../../src/index.js';
-import { adapters, makeHoldfast } from '../support/clients.js';
+import { adapters as allSelected, makeHoldfast, serverAdapter } from '../support/clients.js';
+
+/** Candidates in other processes meet on one redis-server: the adapters that connect to one (never the in-process store). */
+const serverSide = allSelected.filter((a) => !a.inProcess);
+const adapters = serverSide.length > 0 ? serverSide : [serverAdapter];
 import { RedisServer } from '../support/redis-server.js';
 import { WorkerProcess } from '../support/processes.js';
 import { electionScenario, workerScript, type Message } from './fixtures/election-scenario.js';

@@ -94,10 +94,17 @@ describeEachAdapter('Lock hand-off', (ctx) => {
     const io = new Redis(ctx.server.url);
     try {
       const held = await a.lock('named').acquire({ lease: 20_000 });
+      const waiters = new Keys(a.settings.prefix).lockWaiters('named');
+      /** Waits until `n` waiters are on the server's list: their first attempts ran (not a fixed time: a loaded machine). */
+      const listed = async (n: number): Promise<void> => {
+        for (let i = 0; i < 400 && (await io.zcard(waiters)) < n; i++) await sleep(5);
+      };
       const first = b.holdfast.lock('named').acquire();
-      await sleep(40); // b waits (longest), subscribed
+      await listed(1); // b waits (longest)
+      await sleep(40); // and is subscribed
       const second = c.holdfast.lock('named').acquire();
-      await sleep(40); // c waits too
+      await listed(2); // c waits too
+      await sleep(40);
       await io.call('CONFIG', 'RESETSTAT');
       await held.release();
       const got = await first;

@@ -8,6 +8,9 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { allAdapters } from '../support/clients.js';
+
+/** The adapters that speak RESP to a server (the in-process backend has no protocol between holdfast and its store). */
+const serverAdapters = allAdapters.filter((a) => !a.inProcess);
 import { RedisServer } from '../support/redis-server.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -46,7 +49,7 @@ void describe('each adapter speaks the RESP version it is given', () => {
         `const { allAdapters } = await import(${JSON.stringify(join(ROOT, 'test/support/clients.ts'))});`,
         `const { toTransport } = await import(${JSON.stringify(join(ROOT, 'src/index.ts'))});`,
         'const out = {};',
-        'for (const adapter of allAdapters) {',
+        'for (const adapter of allAdapters.filter((a) => !a.inProcess)) {',
         `  const client = await adapter.connect(${JSON.stringify(server.url)});`,
         "  const info = String(await toTransport(client).command(['CLIENT', 'INFO']));",
         '  out[adapter.name] = /\\bresp=(\\d)/.exec(info)?.[1];',
@@ -64,7 +67,7 @@ void describe('each adapter speaks the RESP version it is given', () => {
       child.stdout.on('data', (c: Buffer) => (out += c.toString()));
       const code = await new Promise((r) => child.on('exit', r));
       assert.equal(code, 0);
-      const expected = Object.fromEntries(allAdapters.map((a) => [a.name, String(resp)]));
+      const expected = Object.fromEntries(serverAdapters.map((a) => [a.name, String(resp)]));
       assert.deepEqual(JSON.parse(out.trim().split('\n').pop() ?? '{}'), expected);
     });
   }
@@ -77,5 +80,5 @@ void it('the lock suite passes over RESP2 with every adapter', async (t) => {
   assert.equal(result.code, 0);
   assert.equal(result.fail, 0);
   // each adapter's suite ran and passed
-  for (const adapter of allAdapters) assert.match(result.output, new RegExp(`^ok \\d+ - Lock \\(${adapter.name}\\)$`, 'm'), adapter.name);
+  for (const adapter of serverAdapters) assert.match(result.output, new RegExp(`^ok \\d+ - Lock \\(${adapter.name}\\)$`, 'm'), adapter.name);
 });
