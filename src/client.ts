@@ -49,7 +49,15 @@ export interface RedisTransport {
    * 127.0.0.1:6379"), `cause` (the last connection error the client saw) becomes its `cause`. `undefined` when
    * connected. Called only after a time-out; must not throw.
    */
-  diagnose?(): { readonly state: string; readonly cause?: Error | undefined } | undefined;
+  diagnose?(): ConnectionDiagnosis | undefined;
+}
+
+/** What {@link RedisTransport.diagnose} tells of a connection that is not connected. */
+export interface ConnectionDiagnosis {
+  /** Its state and address, in words, e.g. "ioredis reconnecting to 127.0.0.1:6379: connect ECONNREFUSED 127.0.0.1:6379". */
+  readonly state: string;
+  /** The last connection error the client saw, if any. */
+  readonly cause?: Error | undefined;
 }
 
 /** True for an object that already is a {@link RedisTransport}. */

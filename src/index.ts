@@ -35,7 +35,7 @@ export { CountDownLatch, type LatchSetOptions, type LatchAwaitOptions } from './
 export { MultiLock, HeldMultiLock, MAX_MULTI_LOCKS, type MultiLockScope } from './primitives/multi-lock.js';
 export { FencedKey, type FencedSetOptions, type FencedValue } from './fencing/fenced-key.js';
 export { fencedUpdate, fencedUpdateSql, quoteIdent, type SqlQuery, type FencedUpdateOptions } from './fencing/sql.js';
-export type { RedisTransport, RedisSubscriber, ScriptArgs } from './client.js';
+export type { RedisTransport, RedisSubscriber, ScriptArgs, ConnectionDiagnosis } from './client.js';
 export { ioredisTransport, type IoredisLike } from './adapters/ioredis.js';
 export { nodeRedisTransport, type NodeRedisLike } from './adapters/node-redis.js';
 export { glideTransport, type GlideLike, type GlideConfig, type GlideTransportOptions } from './adapters/glide.js';
@@ -92,8 +92,8 @@ export {
 export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
 export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';
-export { KINDS, type KindEntry, type KindName, type KindState, type KindStore, type HeldKind, type HolderState, type WaiterState } from './kinds.js';
-export { STORED_KINDS } from './kinds-redis.js';
+export { KINDS, KIND_NAMES, type KindEntry, type KindName, type KindState, type KindStore, type HeldKind, type HeldKindEntry, type JobState, type HolderState, type WaiterState } from './kinds.js';
+export { STORED_KINDS, type StoredKind } from './kinds-redis.js';
 export {
   CHANNELS,
   fingerprint,

@@ -290,8 +290,14 @@ const STORES: Partial<Record<KindName, KindStore>> = {
   election: electionStore,
 };
 
+/** A registry kind that lives in Redis, with its store. */
+export interface StoredKind extends KindEntry {
+  /** How it is found, read and forced free. */
+  readonly store: KindStore;
+}
+
 /** The registry's kinds that live in Redis, each with its store, in the registry's order. */
-export const STORED_KINDS: readonly (KindEntry & { readonly store: KindStore })[] = KINDS.filter((entry) => entry.lives === 'redis').map((entry) => {
+export const STORED_KINDS: readonly StoredKind[] = KINDS.filter((entry) => entry.lives === 'redis').map((entry) => {
   const store = STORES[entry.kind];
   if (!store) throw new Error(`holdfast: the kind "${entry.kind}" lives in Redis but has no store`);
   return { ...entry, store };

@@ -77,7 +77,15 @@ export interface KindState {
   /** The count (latch). */
   count?: number;
   /** A run-once job's record (its instances by fingerprint, with their clients' labels while they run). */
-  job?: JobInfo & { runningOnLabel: string | null; lastRunByLabel: string | null };
+  job?: JobState;
+}
+
+/** A run-once job's record as inspections show it: its instances by fingerprint, with their clients' labels. */
+export interface JobState extends JobInfo {
+  /** The label of the instance running it now, while its client lives. */
+  runningOnLabel: string | null;
+  /** The label of the instance that ran the last tick, while its client lives. */
+  lastRunByLabel: string | null;
 }
 
 /** How one kind lives in Redis. */
@@ -92,6 +100,14 @@ export interface KindStore {
   readonly cannotForce?: string;
 }
 
+/** A kind of held object a registry kind hands out. */
+export interface HeldKindEntry {
+  /** The kind its held objects report on the diagnostics channels. */
+  readonly kind: HeldKind;
+  /** The word the hold engine and its error messages use for it. */
+  readonly title: string;
+}
+
 /** One kind of primitive. */
 export interface KindEntry {
   /** The name used everywhere (channels, spans, CLI, dashboard). */
@@ -102,7 +118,7 @@ export interface KindEntry {
    * What its held objects report on the diagnostics channels: a kind (its own, or a side of a read-write lock) and
    * the word the hold engine and its error messages use for it.
    */
-  readonly held: readonly { readonly kind: HeldKind; readonly title: string }[];
+  readonly held: readonly HeldKindEntry[];
   /**
    * Where it lives: `redis` (under one prefix, read and forced free by its store in src/kinds-redis.ts, which the
    * command line and the dashboard use), `zookeeper` (an ensemble the command line does not connect to), or
@@ -131,7 +147,7 @@ export const KIND_NAMES = [
   'zk-election',
 ] as const;
 
-/** A kind's name (see {@link KIND_NAMES}). */
+/** A kind's name: one of the registry's kinds (`lock`, `fair-lock`, `read-write-lock`, …; {@link KINDS} lists them). */
 export type KindName = (typeof KIND_NAMES)[number];
 
 /**

@@ -33,7 +33,12 @@ export interface NodeRedisLike {
   /** Whether the client is connected now (false while it reconnects). */
   isReady?: boolean;
   /** The client's options: their `url` is named (without its password) in the error of a call without reply. */
-  options?: { url?: string | undefined } | undefined;
+  options?:
+    | {
+        /** The URL the client connects to. */
+        url?: string | undefined;
+      }
+    | undefined;
   /** Present on a cluster client. */
   masters?: unknown;
   /** Present on a Sentinel client (`createSentinel`). */

@@ -102,7 +102,9 @@ export interface ElectionChange {
 
 /** A candidate that waits to lead (see `inspect()`). */
 export interface CandidateInfo {
+  /** The candidate's label (see {@link ElectionOptions.label}). */
   label: string;
+  /** The fingerprint of the candidate's owner id. */
   fingerprint: string;
 }
 
@@ -131,6 +133,7 @@ export interface LeaderScope {
 /**
  * The shape every leadership shares (Redis and ZooKeeper): the term, the loss signal, `resign()`, and health.
  */
+/** @internal */
 export interface LeadershipLike {
   readonly name: string;
   readonly term: number;
@@ -144,7 +147,7 @@ export interface LeadershipLike {
  * Leading an election: one term. `signal` aborts when leadership is lost (before another candidate can lead, while
  * the timing assumptions hold); `resign()` steps down and wakes the next candidate at once.
  */
-export class Leadership extends LeasedHeld implements LeadershipLike {
+export class Leadership extends LeasedHeld {
   /** @internal */
   constructor(
     hold: Hold,

@@ -25,7 +25,6 @@ import {
   type ElectionInfo,
   type ElectionOptions,
   type LeaderInfo,
-  type LeadershipLike,
   type ObserveOptions,
 } from '../primitives/election.js';
 import { ZkHeldLock, ZkHold } from './hold.js';
@@ -80,7 +79,7 @@ function decodeData(data: Buffer | undefined): { fingerprint: string; label: str
  * Leading a ZooKeeper election: one term. `signal` aborts when leadership is lost (the session expired or went
  * unconfirmed for the session timeout, or the node was deleted); `suspendedSignal` as soon as it is uncertain.
  */
-export class ZkLeadership extends ZkHeldLock implements LeadershipLike {
+export class ZkLeadership extends ZkHeldLock {
   /** @internal */
   constructor(
     hold: ZkHold,
