@@ -22,9 +22,10 @@ Distributed locks on Redis, from the shell.
 Commands:
   exec <lock> -- <cmd…>    run a command while holding a lock (flock across machines); the fencing token is in
                            $HOLDFAST_TOKEN; the command is stopped if the lock is lost
-  inspect <lock>           who holds a lock: owner, hold count, remaining lease, fencing token
-  list                     every lock held now
-  unlock --force <lock>    delete a lock whoever holds it
+  inspect <name>           who holds it, any kind (lock, fair lock, read-write lock, semaphore, latch, job, election):
+                           owner, label, hold count, remaining lease, fencing token, waiters
+  list                     everything held now under the prefix
+  unlock --force <name>    free it whoever holds it, and wake its waiters
   jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
   dashboard                a live web page of the locks under a prefix (read-only unless --allow-unlock)
   demo                     five common Redis lock schemes and holdfast, side by side under faults

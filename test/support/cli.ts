@@ -2,7 +2,7 @@
  * Runs the BUILT holdfast command (`dist/cli/main.js`, from `npm run build`) as a child process. If the build is
  * missing, runs the package's tsup build first.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -14,6 +14,8 @@ export async function ensureBuilt(): Promise<void> {
   if (existsSync(CLI) && existsSync(join(ROOT, 'dist', 'index.js'))) return;
   const { build } = await import('tsup');
   await build({ silent: true });
+  // the ESM entries re-export the CommonJS build (as `npm run build` writes them)
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'esm-entries.mjs')], { cwd: ROOT, stdio: 'ignore' });
 }
 
 export interface CliResult {
