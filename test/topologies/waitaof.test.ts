@@ -99,5 +99,5 @@ describeEachAdapter(
       }
     });
   },
-  { server: { args: AOF } },
+  { server: { args: AOF }, requiresServer: 'starts a replica of a redis-server with an append-only file' },
 );
