@@ -323,7 +323,8 @@ describeEachAdapter('Election', (ctx) => {
     const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(ctx.server.port)] });
     try {
       await until(async () => infoField(await cli(replica.port, 'INFO', 'replication'), 'master_link_status') === 'up', 10_000, 'replica link');
-      const { holdfast } = await ctx.open({ replicaSync: { replicas: 1, timeout: 300 } });
+      // 3 s for the replica's acknowledgement: a loaded machine can take longer than a few hundred ms
+      const { holdfast } = await ctx.open({ replicaSync: { replicas: 1, timeout: 3000 } });
       const l = await holdfast.election('synced').campaign({ lease: 5000 });
       assert.equal(await cli(replica.port, 'EXISTS', holdfast.core.keys.election('synced')), '1');
       await l.resign();
