@@ -38,9 +38,7 @@ export async function labelsOf(core: Core, owners: readonly string[]): Promise<M
   }
   await Promise.all(
     [...byClient.keys()].map(async (client) => {
-      const key = core.keys.clientLabel(fingerprint(client));
-      const label = await core.command(['GET', key], key);
-      byClient.set(client, typeof label === 'string' ? label : Buffer.isBuffer(label) ? label.toString() : null);
+      byClient.set(client, await labelOf(core, fingerprint(client)));
     }),
   );
   const labels = new Map<string, string | null>();
@@ -51,12 +49,16 @@ export async function labelsOf(core: Core, owners: readonly string[]): Promise<M
   return labels;
 }
 
-/** The label of a scheduler instance by its fingerprint (that of its client id: the key of its client's label). */
-async function instanceLabel(core: Core, instance: string | null): Promise<string | null> {
-  if (instance === null) return null;
-  const key = core.keys.clientLabel(instance);
+/** The label a client keeps under the fingerprint of its client id (`null`: none set, or the client is gone). */
+async function labelOf(core: Core, clientFingerprint: string): Promise<string | null> {
+  const key = core.keys.clientLabel(clientFingerprint);
   const label = await core.command(['GET', key], key);
   return typeof label === 'string' ? label : Buffer.isBuffer(label) ? label.toString() : null;
+}
+
+/** The label of a scheduler instance by its fingerprint (that of its client id: the key of its client's label). */
+function instanceLabel(core: Core, instance: string | null): Promise<string | null> {
+  return instance === null ? Promise.resolve(null) : labelOf(core, instance);
 }
 
 /** Fills in fingerprints and labels. */
