@@ -164,17 +164,35 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
 
   it("a plain lock's waiters, how long it has been held, its holder's label; run-once jobs", async () => {
     const labelled = new Holdfast({ redis, prefix: 'dash:', label: 'worker-7:4242' });
-    const held = await labelled.lock('busy').acquire({ lease: 30_000 });
+    const held = await labelled.lock('busy').acquire({ lease: 60_000 });
     // two waiters of two clients (a client's second waiter may queue behind its first in the process, off the server's list)
     const second = new Holdfast({ redis, prefix: 'dash:' });
-    const waiting = [holdfast.lock('busy').acquire({ timeout: 30_000 }), second.lock('busy').acquire({ timeout: 30_000 })];
+    const started = Date.now();
+    const log: string[] = [];
+    const wait = (client: Holdfast, who: string) =>
+      client
+        .lock('busy')
+        .acquire({ timeout: 90_000 })
+        .then(
+          (h) => (log.push(`${who} granted at ${Date.now() - started} ms`), h),
+          (error: unknown) => {
+            log.push(`${who} failed at ${Date.now() - started} ms: ${String(error)}`);
+            throw error;
+          },
+        );
+    const waiting = [wait(holdfast, 'first waiter'), wait(second, 'second waiter')];
     const scheduler = labelled.scheduler({ onError: () => {} });
     const claim = await scheduler.claim('nightly', Date.UTC(2030, 0, 1), { lockAtMostFor: 30_000, schedule: '0 3 * * *' });
     assert.ok(claim);
     const dash = await startDashboard(['--prefix', 'dash:', '--interval', '200'], env);
+    let failed = false;
     try {
       const snapshot = async () => (await (await fetch(new URL('/api/snapshot', dash.url))).json()) as DashboardSnapshot;
-      await until(async () => (await snapshot()).entries.find((e) => e.name === 'busy')?.waiters === 2);
+      let busy: DashboardSnapshot['entries'][number] | undefined;
+      await until(async () => (busy = (await snapshot()).entries.find((e) => e.name === 'busy'))?.waiters === 2, 20_000).catch(async (error: unknown) => {
+        const waiters = await redis.zrange(holdfast.core.keys.lockWaiters('busy'), '0', '-1', 'WITHSCORES');
+        throw new Error(`the dashboard did not list two waiters: ${JSON.stringify(busy)}; in Redis: ${JSON.stringify(waiters)}; ${log.join('; ')}`, { cause: error });
+      });
       const first = (await snapshot()).entries.find((e) => e.kind === 'lock' && e.name === 'busy')!;
       assert.equal(first.holders[0]?.holder, fingerprint(held.owner));
       assert.equal(first.holders[0]?.label, 'worker-7:4242');
@@ -193,14 +211,21 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(job.job?.runningOnLabel, 'worker-7:4242');
       const text = JSON.stringify(await snapshot());
       assert.ok(!text.includes(held.owner) && !text.includes(labelled.core.clientId) && !text.includes(holdfast.core.clientId), 'no owner id, no client id');
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
       await dash.stop();
       await held.release();
-      for (const w of waiting) await (await w).release();
+      // both waiters get the lock in turn once it is released; a failure above is the one reported
+      const released = Date.now() - started;
+      const outcomes = await Promise.allSettled(waiting.map(async (w) => (await w).release()));
       await claim.finish();
       await scheduler.stop();
       await labelled.close();
       await second.close();
+      const refused = outcomes.find((o) => o.status === 'rejected');
+      if (refused && !failed) throw new Error(`a waiter did not get the lock released at ${released} ms: ${log.join('; ')}`, { cause: refused.reason });
     }
   });
 

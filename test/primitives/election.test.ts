@@ -346,7 +346,7 @@ describeEachAdapter('Election', (ctx) => {
     const observing = (async () => {
       for await (const change of opened.holdfast.election('closing').observe()) seen.push(change);
     })();
-    await sleep(100);
+    await until(() => seen.length > 0, 10_000, 'the first look (no leader)'); // then it waits on pub/sub
     const t0 = performance.now();
     await opened.holdfast.close();
     await observing;
