@@ -22,14 +22,14 @@
  * @module
  */
 import type { RedisTransport } from '../client.js';
-import { AcquireTimeoutError, ClientClosedError, QuorumNotReachedError, RedisConnectionError, type NodeResult, toError } from '../errors.js';
+import { QuorumNotReachedError, RedisConnectionError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { sleep } from '../internal/sleep.js';
 import { HoldTable, LateGrant, LeasedHeld, type Hold } from '../internal/hold.js';
 import { driftOf, validityLeft } from '../internal/lease.js';
 import { traceAcquire } from '../internal/trace.js';
+import { quorumAcquire, quorumParams, type QuorumAttempt } from '../internal/quorum.js';
 import type { AcquireContext } from '../diagnostics.js';
-import { checkInt, checkKnownKeys, checkOptions, optDuration, optSignal } from '../internal/validate.js';
+import { checkInt, checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript, type ScriptDef } from '../script.js';
 import type { Redlock, RedlockAcquireOptions } from './redlock.js';
@@ -44,17 +44,12 @@ export interface RedlockSemaphoreOptions {
 }
 
 const OPTION_KEYS = ['permits'] as const;
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
 
 type Settled<T> = PromiseSettledResult<T>;
 
 
 /** What one attempt came to. */
-interface AttemptResult {
-  held: HeldRedlockPermits | undefined;
-  results: NodeResult[];
-  detail?: string;
-}
+type AttemptResult = QuorumAttempt<HeldRedlockPermits>;
 
 /**
  * A counting semaphore over the nodes of a {@link Redlock}, from `redlock.semaphore(name, { permits })`. A cheap
@@ -170,38 +165,8 @@ export class RedlockSemaphore {
 
   async #acquire(permits: unknown, options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlockPermits | null> {
     const want = checkInt(permits, 'permits', 1, this.permits);
-    const opts = checkOptions<RedlockAcquireOptions>(options);
-    checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0);
-    const fixedLease = optDuration(opts.lease, 'options.lease', 10);
-    const signal = optSignal(opts.signal, 'options.signal');
-    const redlock = this.redlock;
-    redlock.assertOpen();
-    const { retryCount, retryDelay, retryJitter } = redlock.settings;
-    const deadline = timeout === undefined ? Infinity : now() + timeout;
-    const leaseMs = fixedLease ?? redlock.settings.watchdogLease;
-    // The same loop as RedlockLock's: attempts, a pause with jitter between them, the deadline, the signal.
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      redlock.assertOpen();
-      if (trace) trace.attempts++;
-      const result = await this.#attempt(want, leaseMs, fixedLease === undefined);
-      if (result.held) {
-        if (!redlock.closed) return result.held;
-        await result.held.hold.closeHold();
-        throw new ClientClosedError();
-      }
-      const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
-      const failure = new QuorumNotReachedError(this.name, 'acquire', redlock.quorum, result.results, attempt, result.detail === undefined ? undefined : { detail: result.detail });
-      if (single) {
-        if (answered >= redlock.quorum) return null;
-        throw failure;
-      }
-      if (attempt > retryCount) throw failure;
-      const left = deadline - now();
-      if (left <= 0) throw new AcquireTimeoutError(this.name, timeout ?? 0, { cause: failure });
-      await sleep(Math.min(retryDelay + Math.floor(Math.random() * retryJitter), Math.ceil(left)), signal);
-    }
+    const run = quorumParams(this.redlock, options, single);
+    return quorumAcquire(this.redlock, this.name, run, single, trace, () => this.#attempt(want, run.leaseMs, run.fixedLease === undefined));
   }
 
   /** One attempt: every node takes the first `want` free slots of one order; the slots a majority gave are ours. */

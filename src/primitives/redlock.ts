@@ -21,7 +21,6 @@ import type { RedisTransport } from '../client.js';
 import { closeHolds, type Closable } from '../core.js';
 import { LiveSet } from '../internal/live-set.js';
 import {
-  AcquireTimeoutError,
   ClientClosedError,
   LockNotHeldError,
   QuorumNotReachedError,
@@ -31,12 +30,12 @@ import {
   toError,
 } from '../errors.js';
 import { now } from '../internal/clock.js';
-import { sleep } from '../internal/sleep.js';
 import { HoldTable, LateGrant, LeasedHeld, type Hold } from '../internal/hold.js';
 import { traceAcquire } from '../internal/trace.js';
+import { quorumAcquire, quorumParams, type QuorumAttempt } from '../internal/quorum.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { driftOf, validityLeft } from '../internal/lease.js';
-import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration, optSignal } from '../internal/validate.js';
+import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, checkPrefix, optDuration } from '../internal/validate.js';
 import { Keys } from '../keys.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
@@ -113,8 +112,6 @@ export interface RedlockAcquireOptions {
   /** Aborts the wait: the promise rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
-
-const ACQUIRE_KEYS = ['timeout', 'lease', 'signal'] as const;
 
 /** Options of {@link RedlockLock.adopt}. */
 export interface RedlockAdoptOptions {
@@ -249,12 +246,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
 }
 
 /** What one attempt came to. */
-interface AttemptResult {
-  held: HeldRedlock | undefined;
-  results: NodeResult[];
-  /** Why an attempt with a majority still failed. */
-  detail?: string;
-}
+type AttemptResult = QuorumAttempt<HeldRedlock>;
 
 type Settled<T> = PromiseSettledResult<T>;
 
@@ -383,47 +375,8 @@ export class RedlockLock {
   }
 
   async #acquire(options: RedlockAcquireOptions | undefined, single: boolean, trace: AcquireContext | undefined): Promise<HeldRedlock | null> {
-    const opts = checkOptions<RedlockAcquireOptions>(options);
-    checkKnownKeys(opts, single ? ACQUIRE_KEYS.filter((k) => k !== 'timeout') : ACQUIRE_KEYS);
-    const timeout = optDuration(opts.timeout, 'options.timeout', 0);
-    const fixedLease = optDuration(opts.lease, 'options.lease', 10);
-    const signal = optSignal(opts.signal, 'options.signal');
-    const redlock = this.redlock;
-    redlock.assertOpen();
-    const { retryCount, retryDelay, retryJitter } = redlock.settings;
-    const deadline = timeout === undefined ? Infinity : now() + timeout;
-    const leaseMs = fixedLease ?? redlock.settings.watchdogLease;
-
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      redlock.assertOpen();
-      if (trace) trace.attempts++;
-      const result = await this.#attempt(leaseMs, fixedLease === undefined);
-      if (result.held) {
-        if (!redlock.closed) return result.held;
-        // closed while the attempt ran: close() did not see this hold, so undo it here
-        await result.held.hold.closeHold();
-        throw new ClientClosedError();
-      }
-      const answered = result.results.filter((r) => r.status === 'acquired' || r.status === 'busy').length;
-      const failure = new QuorumNotReachedError(
-        this.name,
-        'acquire',
-        redlock.quorum,
-        result.results,
-        attempt,
-        result.detail === undefined ? undefined : { detail: result.detail },
-      );
-      if (single) {
-        if (answered >= redlock.quorum) return null;
-        throw failure;
-      }
-      if (attempt > retryCount) throw failure;
-      // The time is up only after an attempt made at (or after) the deadline: the last pause ends at the deadline.
-      const left = deadline - now();
-      if (left <= 0) throw new AcquireTimeoutError(this.name, timeout ?? 0, { cause: failure });
-      await sleep(Math.min(retryDelay + Math.floor(Math.random() * retryJitter), Math.ceil(left)), signal);
-    }
+    const run = quorumParams(this.redlock, options, single);
+    return quorumAcquire(this.redlock, this.name, run, single, trace, () => this.#attempt(run.leaseMs, run.fixedLease === undefined));
   }
 
   /** One Redlock attempt: acquire round, fencing round, validity check; on failure, release everywhere. */
