@@ -7,7 +7,7 @@
  */
 import type { RedisTransport, ScriptArgs } from './client.js';
 import { HoldfastError, RedisConnectionError, ScriptError } from './errors.js';
-import { LiveSet, type Slotted } from './internal/live-set.js';
+import { LiveSet, liveSlot, type Slotted } from './internal/live-set.js';
 import { pauseAfter, SCRIPT_BACKOFF } from './internal/backoff.js';
 import { sleep } from './internal/sleep.js';
 
@@ -142,7 +142,7 @@ export function withTimeout<T>(
         pending.delete(entry);
         reject(noReply(what, ms, transport));
       },
-      liveSlot: undefined,
+      [liveSlot]: undefined,
     };
     pending.add(entry);
     const wanted = Math.max(1, Math.min(25, Math.floor(ms / 4)));

@@ -11,17 +11,24 @@
  *   the first run did. A reply that came across a reconnect (the client may have resent the command itself) is read
  *   the same way. A "not held" such a try finds reads as released only while the hold's deadline has not passed;
  *   past it, the first try may never have reached Redis, and `release()` rejects with `LockNotHeldError` (see
- *   `HoldTable.#send`).
+ *   `Hold.#send`).
  * - A release that cannot reach Redis never keeps the lock alive: renewal ends at the first failed try, so the lock
  *   frees by itself within one lease. A try that a Redis Cluster slot in migration refused did not run and is not
  *   counted while the lease lasts. After the last try the hold is given up (its `signal` aborts with reason
  *   `release-failed`), `release()` rejects with a `ReleaseFailedError` saying by when the lock is free at the latest,
  *   and the release goes on in the background (every hold of the owner at once) until it lands or the lease has
  *   run out. A later `release()` tries again.
+ *
+ * What the rest of holdfast may use: a primitive gets its holds from a {@link HoldTable} (`held`, `heldEach`, `adopt`,
+ * `get`, `claimOf`, `settle`; `ops` to release every hold of an owner) and wraps each in a {@link LeasedHeld}. Of a
+ * {@link Hold} it reads `owner`, `token`, `fingerprint`, `active`, `settled`, `deadline` and `leaseMs`, and may end it
+ * with `closeHold()`; the fair lock drives its hand-off's claim with `startClaim`, `validAt`, `confirmClaim` and
+ * `loseClaim`. The rest of a hold's state (its hold count, lease, claim, a release given up, its live-set slot) is
+ * private: it changes only through the methods of this module, so every rule above is enforced here and nowhere else.
  */
 import type { Closable } from '../core.js';
-import type { LiveSet } from './live-set.js';
-import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError } from '../errors.js';
+import { liveSlot, type LiveSet } from './live-set.js';
+import { LockLostError, LockNotHeldError, RedisConnectionError, ReleaseFailedError, type LockLostReason } from '../errors.js';
 import { RELEASE_REPLY } from '../lua/codes.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
@@ -95,12 +102,15 @@ export function markerOnDemand(
   return run;
 }
 
+/** The key of {@link HoldTable}'s method that drops a hold: not exported, so only a {@link Hold} of this module calls it. */
+const forget: unique symbol = Symbol('forget');
+
 /** Tries a request gets before its release is given up to the background. */
 const RELEASE_TRIES = 3;
 
 const isConnectionError = (error: unknown): boolean => error instanceof RedisConnectionError;
 
-/** A release that may answer only an earlier run, come past the hold's deadline (see `HoldTable.#send`). */
+/** A release that may answer only an earlier run, come past the hold's deadline (see `Hold.#send`). */
 class LeaseLapsed extends Error {}
 
 /**
@@ -128,34 +138,61 @@ interface Abandoned {
   landed: boolean;
 }
 
-/** One owner's hold of one name in this process, shared by its reentrant acquisitions. */
+/**
+ * One owner's hold of one name in this process, shared by its reentrant acquisitions. Its state (the hold count, the
+ * lease, a hand-off's claim, a release given up, its live-set slot) is its own: it changes only through the methods
+ * below, each the one way a step of a hold's life happens.
+ */
 export class Hold implements Closable, TracedHold {
-  lease!: Lease;
+  readonly #lease: Lease;
   /** Acquisitions of this owner here that are not released yet. */
-  holds = 0;
+  #holds = 1;
   /** A claim of a fair-lock hand-off still on its way to Redis: re-entries and the release wait for it. */
-  claim: Promise<void> | undefined;
+  #claim: Promise<void> | undefined;
   /** Set when a release could not reach Redis: the hold was given up. */
-  abandoned: Abandoned | undefined;
-  /** @internal Its slot in the host's live holds. */
-  liveSlot: number | undefined = undefined;
+  #abandoned: Abandoned | undefined;
+  /** Its slot in the host's live holds (see `LiveSet`). */
+  [liveSlot]: number | undefined = undefined;
   #fingerprint: string | undefined;
 
+  /**
+   * The first acquisition of `owner` here, confirmed by Redis for a request sent at `sentAt` (see {@link HoldTable.held}
+   * for the arguments): starts its lease; the table records it.
+   */
   constructor(
     readonly table: HoldTable,
     readonly owner: string,
     /** The fencing token of this hold (0 where the primitive has none). */
     readonly token: number,
-  ) {}
+    sentAt: number,
+    leaseMs: number,
+    watchdog: boolean,
+    firstLeaseMs: number | undefined,
+  ) {
+    const { ops, host } = table;
+    this.#lease = new Lease({
+      name: ops.name,
+      leaseMs,
+      renewEveryMs: watchdog ? host.watchdogInterval : undefined,
+      sentAt,
+      firstLeaseMs,
+      renew: (ms) => traceRenew(ops.kind, ops.name, this, ms, 'watchdog', () => ops.renew(owner, ms)),
+      onLost: (error: LockLostError) => {
+        table[forget](this);
+        publishLost(ops.kind, ops.name, this, error);
+        host.emitLost(error);
+      },
+    });
+  }
 
   /** True while held here: acquired, not released, not lost. */
   get active(): boolean {
-    return this.holds > 0 && !this.lease.done;
+    return this.#holds > 0 && !this.#lease.done;
   }
 
   /** True once released by other means than a `release()` of its held objects (a permit released by id): not lost, not held. */
   get settled(): boolean {
-    return this.lease.done && !this.lease.lost && this.holds === 0;
+    return this.#lease.done && !this.#lease.lost && this.#holds === 0;
   }
 
   /** The owner's fingerprint, for the diagnostics channels: hashed on first use, then kept. */
@@ -163,14 +200,255 @@ export class Hold implements Closable, TracedHold {
     return (this.#fingerprint ??= fingerprint(this.owner));
   }
 
+  /** Aborts, with a `LockLostError` as its reason, the moment the hold can no longer be counted on. */
+  get signal(): AbortSignal {
+    return this.#lease.signal;
+  }
+
+  /** True once lost (not when released). */
+  get lost(): boolean {
+    return this.#lease.lost;
+  }
+
+  /** True while the watchdog renews the lease. */
+  get renewing(): boolean {
+    return this.#lease.renewing;
+  }
+
+  /** Monotonic time by which the hold must be treated as gone (see `Lease.deadline`). */
+  get deadline(): number {
+    return this.#lease.deadline;
+  }
+
+  /** The lease length in ms. */
+  get leaseMs(): number {
+    return this.#lease.leaseMs;
+  }
+
+  /** The claim of a fair-lock hand-off still on its way to Redis, if any: re-entries and the release wait for it. */
+  get claim(): Promise<void> | undefined {
+    return this.#claim;
+  }
+
+  /**
+   * True when the hold is over at `at` (monotonic): released, lost, or past its deadline. A hold past its deadline is
+   * lost now, as its timer would tell a moment later: it is never handed out again.
+   */
+  ended(at: number = now()): boolean {
+    return this.#lease.done || this.#lease.lapsed(at);
+  }
+
+  /**
+   * One more acquisition of this owner, confirmed by Redis for a request sent at `sentAt`: counted, and the lease
+   * moved out. False, with nothing counted, when the hold has {@link Hold.ended}: the table then makes a new one.
+   */
+  join(sentAt: number, leaseMs: number): boolean {
+    if (this.ended()) return false;
+    this.#lease.confirm(sentAt, leaseMs);
+    this.#holds++;
+    return true;
+  }
+
+  /**
+   * Starts the claim of a hand-off this hold holds from its message (a fair lock's), once the holder's own code has
+   * run: its release and its re-entries wait for it, so Redis sees the claim first. `run` ends it with
+   * {@link Hold.confirmClaim} or {@link Hold.loseClaim}.
+   */
+  startClaim(run: () => Promise<void>): void {
+    this.#claim = new Promise<void>((resolve) => setImmediate(resolve)).then(run).finally(() => {
+      this.#claim = undefined;
+    });
+  }
+
+  /** True while the hold is neither released nor lost and its lease still runs at `at` (monotonic): a claim may be sent again. */
+  validAt(at: number): boolean {
+    return !this.#lease.done && at < this.#lease.deadline;
+  }
+
+  /** The claim landed: Redis set the full lease of `leaseMs` for a request sent at `sentAt`. */
+  confirmClaim(sentAt: number, leaseMs: number): void {
+    this.#lease.confirm(sentAt, leaseMs);
+  }
+
+  /** The claim failed (`cause`: its error): the hold is lost with `reason` (its signal aborts, the user is told). */
+  loseClaim(reason: LockLostReason, cause?: unknown): void {
+    this.#lease.lose(reason, cause);
+  }
+
+  /** Stops the watchdog and keeps the hold on a fixed lease from now on (see `LeasedHeld.stopRefresh`). */
+  stopRefresh(): void {
+    this.#lease.fix();
+  }
+
+  /** Released here by other means (a permit by id): its watchdog stops, and its `release()` has nothing left to do. */
+  settle(): void {
+    this.#holds = 0;
+    this.#lease.stop();
+    this.table[forget](this);
+  }
+
   async closeHold(): Promise<void> {
-    await this.claim;
-    this.lease.stop();
+    await this.#claim;
+    this.#lease.stop();
     try {
       await this.table.ops.releaseAll(this.owner);
     } finally {
-      this.lease.lose('client-closed');
+      this.#lease.lose('client-closed');
     }
+  }
+
+  /** A new release request for one acquisition of this hold. */
+  request(): ReleaseRequest {
+    return { send: this.table.ops.releaseRequest(this.owner, this.#holds), sent: false, heldWhenSent: undefined };
+  }
+
+  /**
+   * Releases one acquisition (see the module's release rule).
+   * @throws {LockNotHeldError} when the hold was lost before the release
+   * @throws {ReleaseFailedError} when Redis could not be reached
+   */
+  async release(request: ReleaseRequest): Promise<void> {
+    if (this.#claim) await this.#claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
+    if (this.#abandoned) return this.#retryAbandoned(this.#abandoned);
+    const { ops, host } = this.table;
+    const lease = this.#lease;
+    // A release is final: before one that may end the hold goes out, renewal stops and a renewal in flight settles
+    // (see `Lease.suspend`); renewal goes on only if the hold is still held here afterwards.
+    if (this.#holds <= 1) await lease.suspend();
+    const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
+    request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
+    const transient = ops.isTransient ?? isConnectionError;
+    let left: number;
+    lease.releasing++; // a renewal that runs after this release finds the key gone: not a loss
+    try {
+      for (let failed = 0; ; ) {
+        try {
+          left = await this.#send(request, host);
+          break;
+        } catch (error) {
+          if (error instanceof LeaseLapsed) {
+            this.#holds = Math.max(0, this.#holds - 1);
+            lease.lose('expired');
+            this.table[forget](this);
+            throw new LockNotHeldError(
+              ops.name,
+              `${ops.kind} "${ops.name}" was not released by this owner: the lease lapsed before the release reached Redis`,
+            );
+          }
+          if (!transient(error)) {
+            lease.resume(); // the release did not happen: the hold goes on
+            throw error;
+          }
+          lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
+          // A Redis Cluster slot in migration refused the try (it did not run): the lock is held all the same, so the
+          // release keeps trying until the lease runs out, whatever the number of tries.
+          const refused = didNotRun(error) && lease.deadline !== Infinity && now() < lease.deadline;
+          if (!refused && ++failed >= RELEASE_TRIES) return this.#giveUp(error);
+          await backoff(RELEASE_BACKOFF, Math.max(1, failed));
+        }
+      }
+    } finally {
+      lease.releasing--;
+    }
+    this.#holds = Math.max(0, this.#holds - 1);
+    if (left < 0 || lostBefore) {
+      lease.lose('expired'); // forgets the hold (onLost); a no-op when it was lost already
+      this.table[forget](this);
+      const reason = (lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
+      const name = ops.name;
+      throw new LockNotHeldError(name, `${ops.kind} "${name}" was no longer held by this owner when released (lost: ${reason})`);
+    }
+    if (left === 0 || this.#holds === 0) {
+      lease.stop();
+      this.table[forget](this);
+    } else {
+      lease.resume(); // holds remain here (a re-entry came meanwhile): renewal goes on
+    }
+  }
+
+  /**
+   * Sends one try of `request`. The rule for a "not held" (-1) that may answer an earlier run of the same request (a
+   * retry after a lost reply, or a reply that came across a reconnect, which may answer the client's own resent copy),
+   * when the hold was valid as the request was first sent:
+   * - the earlier run left holds: its release marker says so, and the script answers what that run did (never -1);
+   * - the reply came before the hold's deadline: nothing but an earlier run could have freed the lock while its lease
+   *   ran (the watchdog is stopped for the release, so the deadline no longer moves): released;
+   * - the reply came past the deadline: the first try may have been lost before Redis and the lease lapsed meanwhile
+   *   (another owner may have taken the lock since): whether it was ever released by this owner cannot be told, and
+   *   {@link LeaseLapsed} is thrown: `release()` rejects with `LockNotHeldError`.
+   */
+  async #send(request: ReleaseRequest, host: HoldHost): Promise<number> {
+    const retry = request.sent;
+    request.sent = true;
+    const epoch = host.epoch?.();
+    let reply: number;
+    try {
+      reply = await request.send(retry);
+    } catch (error) {
+      if (didNotRun(error)) request.sent = retry; // refused, not run: the next try is no retry of this one
+      throw error;
+    }
+    if (reply >= 0 || request.heldWhenSent !== true || !(retry || host.epoch?.() !== epoch)) return reply;
+    if (now() < this.#lease.deadline) return 0;
+    throw new LeaseLapsed();
+  }
+
+  /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */
+  #giveUp(error: unknown): never {
+    const ops = this.table.ops;
+    // a lease without end (a permit that persists until released) is never free by itself: the latest date there is
+    const ttl = this.#lease.ttlMs;
+    const abandoned: Abandoned = { freeBy: new Date(ttl === Infinity ? 8.64e15 : Date.now() + ttl), landed: false };
+    this.#abandoned = abandoned;
+    this.#holds = 0;
+    this.#lease.lose('release-failed', error); // aborts the signal, forgets the hold
+    this.table[forget](this);
+    const until = now() + this.#lease.ttlMs;
+    void (async () => {
+      for (let n = 1; now() < until && !abandoned.landed; n++) {
+        await backoff(BACKGROUND_BACKOFF, n);
+        if (abandoned.landed) return;
+        try {
+          await ops.releaseAll(this.owner);
+          abandoned.landed = true;
+        } catch {
+          /* still unreachable: the lease runs out by itself */
+        }
+      }
+    })();
+    throw new ReleaseFailedError(ops.name, abandoned.freeBy, { cause: error });
+  }
+
+  /** `release()` called again after a release was given up: one more try, unless the background one landed. */
+  async #retryAbandoned(abandoned: Abandoned): Promise<void> {
+    if (abandoned.landed) return;
+    const ops = this.table.ops;
+    try {
+      await ops.releaseAll(this.owner);
+      abandoned.landed = true;
+    } catch (error) {
+      if (!(ops.isTransient ?? isConnectionError)(error)) throw error;
+      throw new ReleaseFailedError(ops.name, abandoned.freeBy, { cause: error });
+    }
+  }
+
+  /**
+   * Sets the lease to `leaseMs` from now.
+   * @throws {LockNotHeldError} when no longer held (or already released)
+   */
+  async extend(leaseMs: unknown, released: boolean): Promise<void> {
+    const lease = optDuration(leaseMs, 'leaseMs');
+    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    const ops = this.table.ops;
+    const name = ops.name;
+    if (released) throw new LockNotHeldError(name, `${ops.kind} "${name}" was already released`);
+    if (this.#lease.lost) throw new LockNotHeldError(name, `${ops.kind} "${name}" is no longer held (lost)`);
+    const sentAt = now();
+    if (!(await traceRenew(ops.kind, name, this, lease, 'extend', () => ops.renew(this.owner, lease)))) {
+      this.#lease.lose('expired');
+      throw new LockNotHeldError(name);
+    }
+    this.#lease.confirm(sentAt, lease, true);
   }
 }
 
@@ -225,7 +503,7 @@ export class HoldTable {
     if (at >= deadlineOf(sentAt, firstLeaseMs ?? leaseMs)) {
       // a live hold of the same owner keeps the re-entry valid; only a grant with nothing valid behind it is undone
       const joined = owners.length === 1 ? this.get(owners[0] as string) : undefined;
-      if (!joined || joined.lease.done || joined.lease.lapsed(at)) {
+      if (!joined || joined.ended(at)) {
         const ops = this.ops;
         const undone = Promise.all(owners.map((o) => ops.releaseRequest(o, 1)(false).catch(() => 0))).then(() => {});
         throw new LateGrant(this.ops.name, at - sentAt, undone);
@@ -236,32 +514,12 @@ export class HoldTable {
 
   /** Records a grant already checked: a new hold, or one more acquisition of a live one. */
   #record(owner: string, token: number, sentAt: number, leaseMs: number, watchdog: boolean, firstLeaseMs?: number): Hold {
-    let hold = this.get(owner);
-    if (hold && !hold.lease.done) hold.lease.lapsed(); // past its deadline: lost now, not at its timer's turn
-    if (!hold || hold.lease.done) {
-      const created = new Hold(this, owner, token);
-      const host = this.host;
-      created.lease = new Lease({
-        name: this.ops.name,
-        leaseMs,
-        renewEveryMs: watchdog ? host.watchdogInterval : undefined,
-        sentAt,
-        firstLeaseMs,
-        renew: (ms) => traceRenew(this.ops.kind, this.ops.name, created, ms, 'watchdog', () => this.ops.renew(owner, ms)),
-        onLost: (error: LockLostError) => {
-          this.forget(created);
-          publishLost(this.ops.kind, this.ops.name, created, error);
-          host.emitLost(error);
-        },
-      });
-      this.#set(created);
-      host.holds.add(created);
-      hold = created;
-    } else {
-      hold.lease.confirm(sentAt, leaseMs);
-    }
-    hold.holds++;
-    return hold;
+    const live = this.get(owner);
+    if (live?.join(sentAt, leaseMs)) return live;
+    const created = new Hold(this, owner, token, sentAt, leaseMs, watchdog, firstLeaseMs);
+    this.#set(created);
+    this.host.holds.add(created);
+    return created;
   }
 
   /**
@@ -304,181 +562,16 @@ export class HoldTable {
     return this.get(owner)?.claim;
   }
 
-  /**
-   * Starts the claim of a hand-off `hold` holds from its message (a fair lock's), once the holder's own code has run:
-   * its release and its re-entries wait for it, so Redis sees the claim first.
-   */
-  claim(hold: Hold, run: () => Promise<void>): void {
-    hold.claim = new Promise<void>((resolve) => setImmediate(resolve)).then(run).finally(() => {
-      hold.claim = undefined;
-    });
-  }
-
-  /** `owner` was released here by other means (a permit by id): its watchdog stops, and its `release()` has nothing left to do. */
+  /** `owner` was released here by other means (a permit by id): see {@link Hold.settle}. */
   settle(owner: string): void {
-    const hold = this.get(owner);
-    if (!hold) return;
-    hold.holds = 0;
-    hold.lease.stop();
-    this.forget(hold);
+    this.get(owner)?.settle();
   }
 
-  /** Drops a hold that was released or lost. */
-  forget(hold: Hold): void {
+  /** Drops a hold that was released or lost: called by the hold itself (see {@link forget}). */
+  [forget](hold: Hold): void {
     if (this.#one === hold) this.#one = undefined;
     else if (this.#many?.get(hold.owner) === hold) this.#many.delete(hold.owner);
     this.host.holds.delete(hold);
-  }
-
-  /** A new release request for one acquisition of `hold`. */
-  request(hold: Hold): ReleaseRequest {
-    return { send: this.ops.releaseRequest(hold.owner, hold.holds), sent: false, heldWhenSent: undefined };
-  }
-
-  /**
-   * Releases one acquisition of `hold` (see the module's release rule).
-   * @throws {LockNotHeldError} when the hold was lost before the release
-   * @throws {ReleaseFailedError} when Redis could not be reached
-   */
-  async release(hold: Hold, request: ReleaseRequest): Promise<void> {
-    if (hold.claim) await hold.claim; // a fair-lock hand-off's claim first: the release script needs the hold counted in Redis
-    if (hold.abandoned) return this.#retryAbandoned(hold);
-    const lease = hold.lease;
-    // A release is final: before one that may end the hold goes out, renewal stops and a renewal in flight settles
-    // (see `Lease.suspend`); renewal goes on only if the hold is still held here afterwards.
-    if (hold.holds <= 1) await lease.suspend();
-    const lostBefore = lease.lost; // released all the same (to clean up), but reported as not held
-    request.heldWhenSent ??= !lostBefore && now() < lease.deadline;
-    const transient = this.ops.isTransient ?? isConnectionError;
-    let left: number;
-    lease.releasing++; // a renewal that runs after this release finds the key gone: not a loss
-    try {
-      for (let failed = 0; ; ) {
-        try {
-          left = await this.#send(request, lease);
-          break;
-        } catch (error) {
-          if (error instanceof LeaseLapsed) {
-            hold.holds = Math.max(0, hold.holds - 1);
-            lease.lose('expired');
-            this.forget(hold);
-            throw new LockNotHeldError(
-              this.ops.name,
-              `${this.ops.kind} "${this.ops.name}" was not released by this owner: the lease lapsed before the release reached Redis`,
-            );
-          }
-          if (!transient(error)) {
-            lease.resume(); // the release did not happen: the hold goes on
-            throw error;
-          }
-          lease.endRenewal(); // from the first failed try on, nothing keeps the lock alive
-          // A Redis Cluster slot in migration refused the try (it did not run): the lock is held all the same, so the
-          // release keeps trying until the lease runs out, whatever the number of tries.
-          const refused = didNotRun(error) && lease.deadline !== Infinity && now() < lease.deadline;
-          if (!refused && ++failed >= RELEASE_TRIES) return this.#giveUp(hold, error);
-          await backoff(RELEASE_BACKOFF, Math.max(1, failed));
-        }
-      }
-    } finally {
-      lease.releasing--;
-    }
-    hold.holds = Math.max(0, hold.holds - 1);
-    if (left < 0 || lostBefore) {
-      lease.lose('expired'); // forgets the hold (onLost); a no-op when it was lost already
-      this.forget(hold);
-      const reason = (lease.signal.reason as LockLostError | undefined)?.reason ?? 'expired';
-      const name = this.ops.name;
-      throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was no longer held by this owner when released (lost: ${reason})`);
-    }
-    if (left === 0 || hold.holds === 0) {
-      lease.stop();
-      this.forget(hold);
-    } else {
-      lease.resume(); // holds remain here (a re-entry came meanwhile): renewal goes on
-    }
-  }
-
-  /**
-   * Sends one try of `request`. The rule for a "not held" (-1) that may answer an earlier run of the same request (a
-   * retry after a lost reply, or a reply that came across a reconnect, which may answer the client's own resent copy),
-   * when the hold was valid as the request was first sent:
-   * - the earlier run left holds: its release marker says so, and the script answers what that run did (never -1);
-   * - the reply came before the hold's deadline: nothing but an earlier run could have freed the lock while its lease
-   *   ran (the watchdog is stopped for the release, so the deadline no longer moves): released;
-   * - the reply came past the deadline: the first try may have been lost before Redis and the lease lapsed meanwhile
-   *   (another owner may have taken the lock since): whether it was ever released by this owner cannot be told, and
-   *   {@link LeaseLapsed} is thrown: `release()` rejects with `LockNotHeldError`.
-   */
-  async #send(request: ReleaseRequest, lease: Lease): Promise<number> {
-    const retry = request.sent;
-    request.sent = true;
-    const epoch = this.host.epoch?.();
-    let reply: number;
-    try {
-      reply = await request.send(retry);
-    } catch (error) {
-      if (didNotRun(error)) request.sent = retry; // refused, not run: the next try is no retry of this one
-      throw error;
-    }
-    if (reply >= 0 || request.heldWhenSent !== true || !(retry || this.host.epoch?.() !== epoch)) return reply;
-    if (now() < lease.deadline) return 0;
-    throw new LeaseLapsed();
-  }
-
-  /** The tries failed: give the hold up (no renewal, signal aborted) and go on releasing in the background. */
-  #giveUp(hold: Hold, error: unknown): never {
-    // a lease without end (a permit that persists until released) is never free by itself: the latest date there is
-    const ttl = hold.lease.ttlMs;
-    const abandoned: Abandoned = { freeBy: new Date(ttl === Infinity ? 8.64e15 : Date.now() + ttl), landed: false };
-    hold.abandoned = abandoned;
-    hold.holds = 0;
-    hold.lease.lose('release-failed', error); // aborts the signal, forgets the hold
-    this.forget(hold);
-    const until = now() + hold.lease.ttlMs;
-    void (async () => {
-      for (let n = 1; now() < until && !abandoned.landed; n++) {
-        await backoff(BACKGROUND_BACKOFF, n);
-        if (abandoned.landed) return;
-        try {
-          await this.ops.releaseAll(hold.owner);
-          abandoned.landed = true;
-        } catch {
-          /* still unreachable: the lease runs out by itself */
-        }
-      }
-    })();
-    throw new ReleaseFailedError(this.ops.name, abandoned.freeBy, { cause: error });
-  }
-
-  /** `release()` called again after a release was given up: one more try, unless the background one landed. */
-  async #retryAbandoned(hold: Hold): Promise<void> {
-    const abandoned = hold.abandoned as Abandoned;
-    if (abandoned.landed) return;
-    try {
-      await this.ops.releaseAll(hold.owner);
-      abandoned.landed = true;
-    } catch (error) {
-      if (!(this.ops.isTransient ?? isConnectionError)(error)) throw error;
-      throw new ReleaseFailedError(this.ops.name, abandoned.freeBy, { cause: error });
-    }
-  }
-
-  /**
-   * Sets `hold`'s lease to `leaseMs` from now.
-   * @throws {LockNotHeldError} when no longer held (or already released)
-   */
-  async extend(hold: Hold, leaseMs: unknown, released: boolean): Promise<void> {
-    const lease = optDuration(leaseMs, 'leaseMs');
-    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
-    const name = this.ops.name;
-    if (released) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" was already released`);
-    if (hold.lease.lost) throw new LockNotHeldError(name, `${this.ops.kind} "${name}" is no longer held (lost)`);
-    const sentAt = now();
-    if (!(await traceRenew(this.ops.kind, name, hold, lease, 'extend', () => this.ops.renew(hold.owner, lease)))) {
-      hold.lease.lose('expired');
-      throw new LockNotHeldError(name);
-    }
-    hold.lease.confirm(sentAt, lease, true);
   }
 }
 
@@ -509,11 +602,11 @@ export class LeasedHeld extends Held {
   }
   /** Aborts, with a `LockLostError` as its reason, the moment the hold can no longer be counted on. */
   get signal(): AbortSignal {
-    return this.hold.lease.signal;
+    return this.hold.signal;
   }
   /** True once the hold was lost (not when released). */
   get lost(): boolean {
-    return this.hold.lease.lost;
+    return this.hold.lost;
   }
 
   /**
@@ -521,12 +614,12 @@ export class LeasedHeld extends Held {
    * @throws {LockNotHeldError} when no longer held
    */
   extend(leaseMs: number): Promise<void> {
-    return this.hold.table.extend(this.hold, leaseMs, this.released);
+    return this.hold.extend(leaseMs, this.released);
   }
 
   /** True while the watchdog renews the lease (false for a fixed lease, after {@link LeasedHeld.stopRefresh}, once released or lost). */
   get refreshing(): boolean {
-    return this.hold.lease.renewing;
+    return this.hold.renewing;
   }
 
   /**
@@ -536,7 +629,7 @@ export class LeasedHeld extends Held {
    * process. No Redis call; a no-op on a fixed lease, a released or a lost hold.
    */
   stopRefresh(): void {
-    this.hold.lease.fix();
+    this.hold.stopRefresh();
   }
 
   /** @internal */
@@ -546,9 +639,8 @@ export class LeasedHeld extends Held {
   }
 
   protected releaseOnce(): Promise<void> {
-    const table = this.hold.table;
-    this.#request ??= table.request(this.hold);
-    return table.release(this.hold, this.#request);
+    this.#request ??= this.hold.request();
+    return this.hold.release(this.#request);
   }
 }
 

@@ -6,13 +6,17 @@
  * independent-keys loop, that made garbage collection most of holdfast's own CPU per acquire and release. Here the
  * array is only ever grown, and a freed slot is simply emptied.
  *
- * An object is in at most one `LiveSet` at a time: it carries its own slot number.
+ * An object is in at most one `LiveSet` at a time: it carries its own slot number, under a symbol key, so that only
+ * a live set reads or writes it.
  */
+
+/** The key of an object's slot number in its live set. */
+export const liveSlot: unique symbol = Symbol('liveSlot');
 
 /** An object a {@link LiveSet} can hold: its slot number lives on it. */
 export interface Slotted {
   /** @internal The slot it has in its live set, or `undefined`. */
-  liveSlot?: number | undefined;
+  [liveSlot]?: number | undefined;
 }
 
 export class LiveSet<T extends Slotted> {
@@ -25,7 +29,7 @@ export class LiveSet<T extends Slotted> {
     if (this.has(item)) return this;
     const slot = this.#free.length > 0 ? (this.#free.pop() as number) : this.#items.length;
     this.#items[slot] = item;
-    item.liveSlot = slot;
+    item[liveSlot] = slot;
     this.#size++;
     return this;
   }
@@ -33,16 +37,16 @@ export class LiveSet<T extends Slotted> {
   /** Removes `item`; false when it was not in. */
   delete(item: T): boolean {
     if (!this.has(item)) return false;
-    const slot = item.liveSlot as number;
+    const slot = item[liveSlot] as number;
     this.#items[slot] = undefined;
-    item.liveSlot = undefined;
+    item[liveSlot] = undefined;
     this.#free.push(slot);
     this.#size--;
     return true;
   }
 
   has(item: T): boolean {
-    const slot = item.liveSlot;
+    const slot = item[liveSlot];
     return slot !== undefined && this.#items[slot] === item;
   }
 
@@ -64,7 +68,7 @@ export class LiveSet<T extends Slotted> {
     const all: T[] = [];
     for (const item of this.#items) {
       if (item === undefined) continue;
-      item.liveSlot = undefined;
+      item[liveSlot] = undefined;
       all.push(item);
     }
     this.#items = [];

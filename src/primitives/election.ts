@@ -14,7 +14,7 @@
  */
 import { hostname } from 'node:os';
 import type { Closable, Core } from '../core.js';
-import type { LiveSet } from '../internal/live-set.js';
+import { liveSlot, type LiveSet } from '../internal/live-set.js';
 import { fingerprint, type AcquireContext, type PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError, ClientClosedError, isHoldfastError, LockNotHeldError, ReplicationNotReachedError, type LockLostError } from '../errors.js';
 import { waitReplicas, type ReplicaSync } from '../internal/replica-sync.js';
@@ -175,12 +175,12 @@ export class Leadership extends LeasedHeld {
    */
   get leaseRemainingMs(): number {
     if (!this.leading) return 0;
-    return Math.max(0, Math.floor(this.hold.lease.deadline - now()));
+    return Math.max(0, Math.floor(this.hold.deadline - now()));
   }
 
   /** The lease in ms. */
   get leaseMs(): number {
-    return this.hold.lease.leaseMs;
+    return this.hold.leaseMs;
   }
 
   /**
@@ -344,7 +344,7 @@ export async function* observeLeader(
   });
   // the client's close() ends the observation at once (it wakes the sleep; the loop then sees the client closed)
   const closing: Closable = {
-    liveSlot: undefined,
+    [liveSlot]: undefined,
     closeHold: () => {
       wake?.();
       return Promise.resolve();

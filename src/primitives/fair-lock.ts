@@ -327,17 +327,17 @@ class FairSpec implements PrimitiveSpec<HeldLock>, FreeSpec {
           sentAt = now();
           return await core.run(scripts['fair-lock/acquire'], this.keys(), [hold.owner, leaseMs, core.clientId, '2', t.forScript]);
         },
-        (_n, pauseMs) => !hold.lease.done && now() + pauseMs < hold.lease.deadline,
+        (_n, pauseMs) => hold.validAt(now() + pauseMs),
       );
     } catch (error) {
       publishHandoff(this.name, hold, 'claim-failed');
-      hold.lease.lose('connection', error); // forgets the hold (onLost)
+      hold.loseClaim('connection', error); // forgets the hold (onLost)
       return;
     }
     const claimed = reply[0] === 1 && reply[1] === hold.token;
     publishHandoff(this.name, hold, claimed ? 'claimed' : 'claim-failed');
-    if (claimed) hold.lease.confirm(sentAt, leaseMs);
-    else hold.lease.lose('taken-over');
+    if (claimed) hold.confirmClaim(sentAt, leaseMs);
+    else hold.loseClaim('taken-over');
   }
 }
 
@@ -424,7 +424,7 @@ class FairAcquisition implements Acquisition<HeldLock> {
     publishHandoff(spec.name, hold, 'granted');
     // Sent once the new holder's own code has run (its critical section is what the hand-off waits for); the
     // release and any re-entry wait for it, so Redis still sees the claim first.
-    a.table.claim(hold, () => spec.claim(hold, leaseMs));
+    hold.startClaim(() => spec.claim(hold, leaseMs));
     return held;
   }
 }

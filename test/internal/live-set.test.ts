@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LiveSet, type Slotted } from '../../src/internal/live-set.js';
+import { LiveSet, liveSlot, type Slotted } from '../../src/internal/live-set.js';
 
-const item = (id: number): Slotted & { id: number } => ({ id, liveSlot: undefined });
+const item = (id: number): Slotted & { id: number } => ({ id, [liveSlot]: undefined });
 
 describe('LiveSet', () => {
   it('adds, finds and deletes; a second add or delete is a no-op', () => {
@@ -19,7 +19,7 @@ describe('LiveSet', () => {
     assert.equal(s.delete(a), true);
     assert.equal(s.delete(a), false);
     assert.equal(s.has(a), false);
-    assert.equal(a.liveSlot, undefined);
+    assert.equal(a[liveSlot], undefined);
     assert.deepEqual([...s].map((x) => x.id), [2]);
   });
 
@@ -30,7 +30,7 @@ describe('LiveSet', () => {
     for (let i = 0; i < 10_000; i++) {
       const x = item(i);
       s.add(x);
-      maxSlot = Math.max(maxSlot, x.liveSlot ?? -1);
+      maxSlot = Math.max(maxSlot, x[liveSlot] ?? -1);
       live.push(x);
       if (live.length === 8) s.delete(live.splice(i % 8, 1)[0]!);
     }
@@ -58,7 +58,7 @@ describe('LiveSet', () => {
     s.delete(xs[1]!);
     assert.deepEqual(s.drain().map((x) => x.id), [0, 2, 3]);
     assert.equal(s.size, 0);
-    assert.equal(xs[0]!.liveSlot, undefined);
+    assert.equal(xs[0]![liveSlot], undefined);
     s.add(xs[0]!);
     assert.equal(s.size, 1);
   });

@@ -109,12 +109,12 @@ function leasedHandle(held: LeasedHeld, token: number, offset: number, leaseMs: 
     token,
     leaseMs,
     sendRef,
-    validUntil: () => held.hold.lease.deadline + offset,
+    validUntil: () => held.hold.deadline + offset,
     signal: held.signal,
     async extend(ms) {
       const sendRef = refNow();
       await held.extend(ms);
-      return { sendRef, validUntil: held.hold.lease.deadline + offset };
+      return { sendRef, validUntil: held.hold.deadline + offset };
     },
     async release() {
       onRelease();
@@ -205,7 +205,7 @@ export async function holdfastBackend(config: BackendConfig, hooks: BackendHooks
       const held = await lock.acquire({ timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) });
       current = held;
       watch = config.watchdog
-        ? new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+        ? new RenewalWatch(config.leaseMs, () => held.hold.deadline + offset, (sendRef, validUntil, leaseMs) => {
             if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
           })
         : undefined;
@@ -264,7 +264,7 @@ export async function electionBackend(config: BackendConfig, hooks: BackendHooks
     async acquire({ timeoutMs, signal }) {
       const held = await election.campaign({ timeout: timeoutMs, signal, lease: config.leaseMs });
       current = held;
-      watch = new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+      watch = new RenewalWatch(config.leaseMs, () => held.hold.deadline + offset, (sendRef, validUntil, leaseMs) => {
         if (held === current) hooks.onRenewed(sendRef, validUntil, leaseMs);
       });
       return leasedHandle(held, held.term, offset, config.leaseMs, campaignSent, () => {
@@ -301,7 +301,7 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
         setImmediate(() => {
           // The lease confirms a quorum renewal in the reply's microtask chain: a moved deadline is a renewal.
           if (!held || held !== current || held.lost) return;
-          const deadline = held.hold.lease.deadline;
+          const deadline = held.hold.deadline;
           if (deadline <= reported) return;
           reported = deadline;
           hooks.onRenewed(deadline + offset - config.leaseMs + drift, deadline + offset, config.leaseMs);
@@ -343,9 +343,9 @@ export async function redlockBackend(config: BackendConfig, hooks: BackendHooks,
       const options = { timeout: timeoutMs, signal, ...(config.watchdog ? {} : { lease: config.leaseMs }) };
       const held = semaphore ? await semaphore.acquire(1, options) : await lock.acquire(options);
       current = held;
-      reported = held.hold.lease.deadline;
+      reported = held.hold.deadline;
       // The lease was started at the attempt's start, before the first acquire request left: deadline = start + lease − drift.
-      const sendRef = held.hold.lease.deadline + offset - config.leaseMs + drift;
+      const sendRef = held.hold.deadline + offset - config.leaseMs + drift;
       return leasedHandle(held, 'token' in held ? held.token : 0, offset, config.leaseMs, sendRef, () => {
         current = undefined;
       });
@@ -428,7 +428,7 @@ export async function clusterBackend(config: BackendConfig): Promise<LockBackend
       const sendRef = sent.get(id) ?? called;
       sent.delete(id);
       if (onRenewed && config.watchdog) {
-        const watch = new RenewalWatch(config.leaseMs, () => held.hold.lease.deadline + offset, (sendRef, validUntil, leaseMs) => {
+        const watch = new RenewalWatch(config.leaseMs, () => held.hold.deadline + offset, (sendRef, validUntil, leaseMs) => {
           if (renewing.get(id) === watch) onRenewed(sendRef, validUntil, leaseMs);
         });
         renewing.set(id, watch);
