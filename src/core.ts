@@ -188,7 +188,7 @@ export class Core {
 
   /** Runs `script`: its arguments and its reply are typed by its header (see `ScriptDef`). */
   run<A extends ScriptArgs, R>(script: ScriptDef<A, R>, keys: readonly string[], args: NoInfer<A>, timeoutMs = this.settings.commandTimeout): Promise<NoInfer<R>> {
-    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand) as Promise<R>;
+    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand);
   }
 
   command(args: readonly string[], key?: string, timeoutMs = this.settings.commandTimeout): Promise<unknown> {

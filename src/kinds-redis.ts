@@ -76,7 +76,7 @@ const lockStore: KindStore = {
     const core = coreOf(holdfast);
     const [info, waiting] = await Promise.all([
       holdfast.lock(name).inspect(),
-      core.run(scripts['lock/waiters'], [core.keys.lockWaiters(name)], [LIST_MAX]) as Promise<[number, number, ...(string | number)[]]>,
+      core.run(scripts['lock/waiters'], [core.keys.lockWaiters(name)], [LIST_MAX]),
     ]);
     const [now, count, ...flat] = waiting;
     const waiters: Omit<WaiterState, 'fingerprint' | 'label'>[] = [];
@@ -124,7 +124,7 @@ const readWriteLockStore: KindStore = {
     const k = core.keys;
     const [info, flat] = await Promise.all([
       holdfast.readWriteLock(name).inspect(),
-      core.run(scripts['rw/holders'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [LIST_MAX]) as Promise<(string | number)[]>,
+      core.run(scripts['rw/holders'], [k.rwReaders(name), k.rwReadCounts(name), k.rwIntents(name)], [LIST_MAX]),
     ]);
     const holders: Omit<HolderState, 'fingerprint' | 'label'>[] = [];
     if (info.writer !== null) holders.push({ owner: info.writer, side: 'write', holdCount: info.writeHoldCount, remainingTtl: info.remainingTtl, token: info.token });
@@ -175,7 +175,7 @@ const permitSemaphoreStore: KindStore = {
     const keys = [k.permits(name), k.permitLeases(name), k.permitWeights(name)];
     const [exists, reply] = await Promise.all([
       core.command(['EXISTS', ...keys], keys[0]),
-      core.run(scripts['psem/leases'], keys, [LIST_MAX]) as Promise<[number, number, number, ...(string | number)[]]>,
+      core.run(scripts['psem/leases'], keys, [LIST_MAX]),
     ]);
     if (Number(exists) === 0) return undefined;
     const [free, held, , ...flat] = reply;
@@ -209,7 +209,7 @@ const latchStore: KindStore = {
   suffixes: [suffix((k, n) => k.latch(n))],
   async read(holdfast, name) {
     const core = coreOf(holdfast);
-    const [count, pttl] = (await core.run(scripts['latch/state'], [core.keys.latch(name)], [])) as [number, number];
+    const [count, pttl] = await core.run(scripts['latch/state'], [core.keys.latch(name)], []);
     if (Number(count) <= 0) return undefined;
     return {
       kind: 'latch',

@@ -24,6 +24,9 @@ export interface ScriptDef<A extends ScriptArgs = ScriptArgs, R = unknown> {
   readonly types?: { readonly args: A; readonly reply: R };
 }
 
+/** The reply of script `S`, as its header's `@reply` types it: `ReplyOf<(typeof scripts)['lock/acquire']>`. */
+export type ReplyOf<S extends ScriptDef> = NonNullable<S['types']>['reply'];
+
 /** Redis replies that mean "not now, try elsewhere or later": treated as connection trouble, not script bugs. */
 const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|BUSY|NOREPLICAS)\b/;
 /**
@@ -168,18 +171,20 @@ export function withTimeout<T>(
 /**
  * Runs a script: EVALSHA, then EVAL on NOSCRIPT. Rejects with a holdfast error only. A script that publishes
  * wake-ups (`script.publishes`) gets `publish` as its last argument: `PUBLISH`, or `SPUBLISH` under sharded pub/sub.
+ * Its arguments and its reply are typed by the script's header (see {@link ScriptDef}); this is the one place that
+ * takes a reply from Redis as that type.
  *
  * The first EVALSHA is sent at once with one promise around it, its time-out's (this is every lock's hot path);
  * NOSCRIPT, cluster redirections and errors take the slower path below.
  */
-export function runScript(
+export function runScript<A extends ScriptArgs, R>(
   transport: RedisTransport,
-  script: ScriptDef,
+  script: ScriptDef<A, R>,
   keys: readonly string[],
-  scriptArgs: ScriptArgs,
+  scriptArgs: NoInfer<A>,
   timeoutMs: number,
   publish: 'publish' | 'spublish' = 'publish',
-): Promise<unknown> {
+): Promise<NoInfer<R>> {
   const args = script.publishes ? [...scriptArgs, publish] : scriptArgs;
   if (script.numKeys >= 0 && keys.length !== script.numKeys) {
     return Promise.reject(new Error(`internal: ${script.name} takes ${script.numKeys} keys, got ${keys.length}`));
@@ -191,7 +196,7 @@ export function runScript(
     `script ${script.name}`,
     (error) => retryScript(transport, script, keys, args, timeoutMs, started, error),
     transport,
-  );
+  ) as Promise<R>;
 }
 
 /**

@@ -91,7 +91,7 @@ export class FencedKey {
     checkKnownKeys(opts, ['ttl']);
     const ttl = optDuration(opts.ttl, 'options.ttl') ?? 0;
     this.core.assertOpen();
-    const reply = (await this.core.run(scripts['fenced/write'], [this.core.keys.fenced(this.name)], [t, op, value as string, ttl])) as number[];
+    const reply = await this.core.run(scripts['fenced/write'], [this.core.keys.fenced(this.name)], [t, op, value as string, ttl]);
     return [reply[0] === 1, reply[1] ?? 0];
   }
 }

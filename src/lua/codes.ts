@@ -21,3 +21,15 @@ export const RELEASE_REPLY = {
   /** Holds would remain: nothing was changed, send the request again with a release marker. */
   MARKER_NEEDED: -2,
 } as const;
+
+/** What `cache/claim` answers first: what a caller of `getOrLoad` does next. */
+export const CACHE_CLAIM = {
+  /** Another load runs (`[0, pttl, loadOwner]`): wait for it. */
+  BUSY: 0,
+  /** This caller holds the load lock now (`[1]`): load. */
+  LOAD: 1,
+  /** The value is there (`[2, value]`). */
+  HIT: 2,
+  /** The load this caller waited for failed (`[4, errorJson]`). */
+  FAILED: 4,
+} as const;

@@ -25,7 +25,7 @@ redis.call('hset', KEYS[2], 'o', ARGV[1])
 redis.call('pexpire', KEYS[2], ARGV[2])
 return {1}
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number, seenLoad: string], [2, value: string] | [4, errorJson: string] | [1] | [0, pttl: number, loadOwner: string]>,
   "cache/fail": {
     name: "cache/fail",
     numKeys: 3,
@@ -49,7 +49,7 @@ notify(ARGV[4], 'a')
 return 1
 `,
     publishes: true,
-  },
+  } as ScriptDef<[owner: string, errorJson: string, failureTtlMs: number, channel: string, errorTtlMs: number], 1>,
   "cache/fill": {
     name: "cache/fill",
     numKeys: 2,
@@ -71,7 +71,7 @@ notify(ARGV[4], 'a')
 return ours
 `,
     publishes: true,
-  },
+  } as ScriptDef<[owner: string, value: string, ttlMs: number, channel: string], 0 | 1>,
   "election/campaign": {
     name: "election/campaign",
     numKeys: 3,
@@ -122,7 +122,7 @@ notify(ARGV[5], '=elected:' .. term)
 return {1, term, now}
 `,
     publishes: true,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number, label: string, waits: '0' | '1', channel: string], [1, term: number, since: number] | [0, pttl: number]>,
   "election/force-resign": {
     name: "election/force-resign",
     numKeys: 2,
@@ -158,7 +158,7 @@ end
 return 0
 `,
     publishes: true,
-  },
+  } as ScriptDef<[channel: string], 0 | 1>,
   "election/inspect": {
     name: "election/inspect",
     numKeys: 3,
@@ -187,7 +187,7 @@ end
 local candidates = redis.call('zrangebyscore', KEYS[2], redis_now(), '+inf')
 return {leader, candidates, tonumber(redis.call('get', KEYS[3]) or '0')}
 `,
-  },
+  } as ScriptDef<[], [leader: [term: number, owner: string, label: string, since: number, pttl: number] | null, candidates: Array<string>, lastTerm: number]>,
   "election/leader": {
     name: "election/leader",
     numKeys: 1,
@@ -198,7 +198,7 @@ return false
 end
 return {tonumber(v[1]), v[2], v[3], tonumber(v[4]), redis.call('pttl', KEYS[1])}
 `,
-  },
+  } as ScriptDef<[], [term: number, owner: string, label: string, since: number, pttl: number] | null>,
   "election/renew": {
     name: "election/renew",
     numKeys: 1,
@@ -209,7 +209,7 @@ return 1
 end
 return 0
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number], 0 | 1>,
   "election/resign": {
     name: "election/resign",
     numKeys: 1,
@@ -229,14 +229,14 @@ notify(ARGV[2], '1')
 return 0
 `,
     publishes: true,
-  },
+  } as ScriptDef<[owner: string, channel: string], 0 | -1>,
   "election/withdraw": {
     name: "election/withdraw",
     numKeys: 1,
     sha: "00c1413f4cc21c3860eb19ad8e1ecff9715c075d",
     source: `return redis.call('zrem', KEYS[1], ARGV[1])
 `,
-  },
+  } as ScriptDef<[member: string], 0 | 1>,
   "fair-lock/acquire": {
     name: "fair-lock/acquire",
     numKeys: 5,
@@ -712,7 +712,7 @@ end
 redis.call('del', KEYS[1])
 return old
 `,
-  },
+  } as ScriptDef<[], number>,
   "fenced/write": {
     name: "fenced/write",
     numKeys: 1,
@@ -735,7 +735,7 @@ redis.call('persist', KEYS[1])
 end
 return {1, token}
 `,
-  },
+  } as ScriptDef<[token: number, op: 'set' | 'del', value: string, ttlMs: number], [1, token: number] | [0, lastToken: number]>,
   "latch/count-down": {
     name: "latch/count-down",
     numKeys: 1,
@@ -759,7 +759,7 @@ end
 return left
 `,
     publishes: true,
-  },
+  } as ScriptDef<[channel: string], number>,
   "latch/delete": {
     name: "latch/delete",
     numKeys: 1,
@@ -778,7 +778,7 @@ end
 return 0
 `,
     publishes: true,
-  },
+  } as ScriptDef<[channel: string], 0 | 1>,
   "latch/state": {
     name: "latch/state",
     numKeys: 1,
@@ -786,7 +786,7 @@ return 0
     source: `local count = tonumber(redis.call('get', KEYS[1]) or '0')
 return {count, redis.call('pttl', KEYS[1])}
 `,
-  },
+  } as ScriptDef<[], [count: number, pttl: number]>,
   "latch/try-set": {
     name: "latch/try-set",
     numKeys: 1,
@@ -802,7 +802,7 @@ return 1
 end
 return 0
 `,
-  },
+  } as ScriptDef<[count: number, ttlMs: number], 0 | 1>,
   "lock/acquire": {
     name: "lock/acquire",
     numKeys: 3,
@@ -891,7 +891,7 @@ return {1, held, count}
 end
 return busy()
 `,
-  } as ScriptDef<[owner: string, leaseMs: number, mode: AcquireMode] | [owner: string, leaseMs: number, mode: AcquireMode, since: string], number | [1, number, number] | [0, number, string | null]>,
+  } as ScriptDef<[owner: string, leaseMs: number, mode: AcquireMode] | [owner: string, leaseMs: number, mode: AcquireMode, since: string], number | [1, token: number, holdCount: number] | [0, pttl: number, since?: string]>,
   "lock/force-unlock": {
     name: "lock/force-unlock",
     numKeys: 1,
@@ -1055,7 +1055,7 @@ reply[#reply + 1] = tonumber(waiters[i + 1])
 end
 return reply
 `,
-  },
+  } as ScriptDef<[maxWaiters: number], [now: number, waiters: number, ...ownerThenSince: Array<string | number>]>,
   "lock/withdraw": {
     name: "lock/withdraw",
     numKeys: 1,
@@ -1378,7 +1378,7 @@ notify(ARGV[1], 'a')
 return back
 `,
     publishes: true,
-  },
+  } as ScriptDef<[channel: string], number>,
   "psem/leases": {
     name: "psem/leases",
     numKeys: 3,
@@ -1429,7 +1429,7 @@ reply[#reply + 1] = v
 end
 return reply
 `,
-  },
+  } as ScriptDef<[maxLeases: number], [free: number, held: number, leases: number, ...idPermitsMsLeft: Array<string | number>]>,
   "psem/release": {
     name: "psem/release",
     numKeys: 3,
@@ -1770,7 +1770,7 @@ reply[#reply + 1] = i
 end
 return reply
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number, want: number], [1, ...taken: Array<number>] | [0, retryInMs: number]>,
   "qsem/inspect": {
     name: "qsem/inspect",
     numKeys: -1,
@@ -1783,7 +1783,7 @@ end
 end
 return held
 `,
-  },
+  } as ScriptDef<[], number>,
   "qsem/release": {
     name: "qsem/release",
     numKeys: -1,
@@ -1797,7 +1797,7 @@ end
 end
 return deleted
 `,
-  },
+  } as ScriptDef<[owner: string], number>,
   "qsem/renew": {
     name: "qsem/renew",
     numKeys: -1,
@@ -1815,7 +1815,7 @@ end
 end
 return held
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number], number>,
   "redlock/adopt": {
     name: "redlock/adopt",
     numKeys: 1,
@@ -1840,7 +1840,7 @@ end
 redis.call('pexpire', KEYS[1], ARGV[2])
 return {1, token}
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number], [1, token: number] | [0] | [-1]>,
   "redlock/fence": {
     name: "redlock/fence",
     numKeys: 2,
@@ -1867,7 +1867,7 @@ end
 redis.call('set', KEYS[1], lock_value(count, token, owner), 'keepttl')
 return 1
 `,
-  },
+  } as ScriptDef<[owner: string, token: number], 0 | 1>,
   "redlock/renew": {
     name: "redlock/renew",
     numKeys: 2,
@@ -1897,7 +1897,7 @@ end
 redis.call('pexpire', KEYS[1], ARGV[2])
 return 1
 `,
-  },
+  } as ScriptDef<[owner: string, leaseMs: number, token: number], 0 | 1 | 2>,
   "rw/force-unlock": {
     name: "rw/force-unlock",
     numKeys: 5,
@@ -1950,7 +1950,7 @@ reply[#reply + 1] = tonumber(readers[i + 1]) - now
 end
 return reply
 `,
-  },
+  } as ScriptDef<[maxReaders: number], Array<string | number>>,
   "rw/inspect": {
     name: "rw/inspect",
     numKeys: 5,
@@ -2394,7 +2394,7 @@ redis.call('hdel', KEYS[1], 'tu')
 end
 return 1
 `,
-  },
+  } as ScriptDef<[owner: string], 0 | 1>,
   "scheduler/claim": {
     name: "scheduler/claim",
     numKeys: 1,
@@ -2437,7 +2437,7 @@ end
 redis.call('pexpire', KEYS[1], math.max(atMost, memory, tonumber(ARGV[7])))
 return {1, atMost}
 `,
-  },
+  } as ScriptDef<[tick: string, owner: string, lockAtMostForMs: number, tickMemoryMs: number, fingerprint: string, schedule: string, recordTtlMs: number], [1, lockAtMostForMs: number] | [0, lockedForMs: number]>,
   "scheduler/finish": {
     name: "scheduler/finish",
     numKeys: 1,
@@ -2472,7 +2472,7 @@ redis.call('hdel', KEYS[1], 'o', 'f')
 redis.call('pexpire', KEYS[1], math.max(lockedUntil - now, tonumber(ARGV[5])))
 return 1
 `,
-  },
+  } as ScriptDef<[owner: string, lockAtLeastForMs: number, durationMs: number, error: string, recordTtlMs: number], 0 | 1>,
   "scheduler/force-release": {
     name: "scheduler/force-release",
     numKeys: 1,
@@ -2501,7 +2501,7 @@ return 1
 end
 return 0
 `,
-  },
+  } as ScriptDef<[], 0 | 1>,
   "scheduler/inspect": {
     name: "scheduler/inspect",
     numKeys: 1,
@@ -2526,7 +2526,7 @@ local reply = redis.call('hgetall', KEYS[1])
 table.insert(reply, 1, redis_now())
 return reply
 `,
-  },
+  } as ScriptDef<[], [now: number, ...fieldThenValue: Array<string>]>,
   "sem/acquire": {
     name: "sem/acquire",
     numKeys: 1,
@@ -2538,7 +2538,7 @@ return {1, redis.call('decrby', KEYS[1], want)}
 end
 return {0, free}
 `,
-  },
+  } as ScriptDef<[permits: number], [1, free: number] | [0, free: number]>,
   "sem/drain": {
     name: "sem/drain",
     numKeys: 1,
@@ -2550,7 +2550,7 @@ return free
 end
 return 0
 `,
-  },
+  } as ScriptDef<[], number>,
   "sem/release": {
     name: "sem/release",
     numKeys: 1,
@@ -2573,7 +2573,7 @@ end
 return free
 `,
     publishes: true,
-  },
+  } as ScriptDef<[permits: number, channel: string, onlyIfExists: '0' | '1'], number>,
   "sem/try-set": {
     name: "sem/try-set",
     numKeys: 1,
@@ -2598,7 +2598,7 @@ end
 return 0
 `,
     publishes: true,
-  },
+  } as ScriptDef<[permits: number, channel: string, ttlMs: number], 0 | 1>,
   "stock/add": {
     name: "stock/add",
     numKeys: -1,
@@ -2624,7 +2624,7 @@ end
 end
 return total
 `,
-  },
+  } as ScriptDef<[n: number, mode: 'set' | 'add', start: number], number>,
   "stock/available": {
     name: "stock/available",
     numKeys: -1,
@@ -2637,7 +2637,7 @@ out[i + 1] = have
 end
 return out
 `,
-  },
+  } as ScriptDef<[], [total: number, ...segments: Array<number>]>,
   "stock/take": {
     name: "stock/take",
     numKeys: 1,
@@ -2649,7 +2649,7 @@ return {1, redis.call('decrby', KEYS[1], n)}
 end
 return {0, have}
 `,
-  },
+  } as ScriptDef<[n: number], [1, left: number] | [0, have: number]>,
   "stock/take-any": {
     name: "stock/take-any",
     numKeys: -1,
@@ -2687,5 +2687,5 @@ end
 end
 return {1, total - n}
 `,
-  },
+  } as ScriptDef<[n: number, start: number], [1, left: number] | [0, total: number]>,
 } as const satisfies Record<string, ScriptDef>;

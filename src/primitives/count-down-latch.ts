@@ -67,13 +67,13 @@ export class CountDownLatch {
   /** Counts down by one; at zero the latch opens and every waiter wakes. @returns the count left (0 = open) */
   async countDown(): Promise<number> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['latch/count-down'], [this.#key], [this.core.keys.latchChannel(this.name)])) as number;
+    return await this.core.run(scripts['latch/count-down'], [this.#key], [this.core.keys.latchChannel(this.name)]);
   }
 
   /** The count now (0 = open). */
   async getCount(): Promise<number> {
     this.core.assertOpen();
-    const [count] = (await this.core.run(scripts['latch/state'], [this.#key], [])) as number[];
+    const [count] = await this.core.run(scripts['latch/state'], [this.#key], []);
     return count ?? 0;
   }
 
@@ -94,7 +94,7 @@ export class CountDownLatch {
         timeout,
         signal,
         attempt: async (budget) => {
-          const [count, pttl] = (await this.core.run(scripts['latch/state'], [this.#key], [], budget)) as number[];
+          const [count, pttl] = await this.core.run(scripts['latch/state'], [this.#key], [], budget);
           if ((count ?? 0) <= 0) return { done: true, value: true };
           // a latch with a TTL opens silently when it expires: wake up then at the latest
           const left = pttl ?? -1;

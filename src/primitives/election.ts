@@ -24,7 +24,7 @@ import { publishElection, traceAcquire } from '../internal/trace.js';
 import { checkDuration, checkKnownKeys, checkOptions, optDuration, optFunction, optSignal } from '../internal/validate.js';
 import { waitFor, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
-import { mayHaveRun } from '../script.js';
+import { mayHaveRun, type ReplyOf } from '../script.js';
 
 /** Options of `holdfast.election(name, options)`. */
 export interface ElectionOptions {
@@ -434,7 +434,7 @@ class ElectionOps implements HoldOps {
   }
 
   releaseRequest(owner: string): (retry: boolean) => Promise<number> {
-    return () => this.core.run(scripts['election/resign'], [this.key], [owner, this.channel]) as Promise<number>;
+    return () => this.core.run(scripts['election/resign'], [this.key], [owner, this.channel]);
   }
 
   releaseAll(owner: string): Promise<unknown> {
@@ -442,10 +442,10 @@ class ElectionOps implements HoldOps {
   }
 }
 
-/** Decodes a leader reply `{term, owner, label, since, pttl}`. */
-function decodeLeader(reply: unknown): LeaderInfo | null {
+/** Decodes a leader reply `{term, owner, label, since, pttl}` (`null`: nobody leads), of `election/leader` or `election/inspect`. */
+function decodeLeader(reply: ReplyOf<(typeof scripts)['election/leader']>): LeaderInfo | null {
   if (!Array.isArray(reply)) return null;
-  const [term, owner, label, since, pttl] = reply as [number, string, string, number, number];
+  const [term, owner, label, since, pttl] = reply;
   return { term: Number(term), label: String(label), fingerprint: fingerprint(String(owner)), since: Number(since), remainingMs: Number(pttl) };
 }
 
@@ -510,10 +510,10 @@ export class Election {
     const attempt = (budget: number): Promise<Attempt<Leadership>> => {
       const sentAt = now();
       return core.run(scripts['election/campaign'], [ops.key, core.keys.fence(this.name), ops.candidates], [owner, lease, label, waits, ops.channel], budget).then(
-        (raw): Attempt<Leadership> => {
-          const [won, a, b] = raw as [number, number, number];
-          if (won !== 1) return { done: false, retryInMs: Number(a) === -2 ? 0 : Number(a) };
-          const leadership = new Leadership(held.held(owner, Number(a), sentAt, lease, true), label, Number(b));
+        (reply): Attempt<Leadership> => {
+          if (reply[0] !== 1) return { done: false, retryInMs: reply[1] === -2 ? 0 : reply[1] };
+          const [, term, since] = reply;
+          const leadership = new Leadership(held.held(owner, term, sentAt, lease, true), label, since);
           this.#watch(leadership);
           return { done: true, value: leadership };
         },
@@ -599,11 +599,7 @@ export class Election {
   async inspect(): Promise<ElectionInfo> {
     this.core.assertOpen();
     const ops = this.#ops;
-    const [leader, members, lastTerm] = (await this.core.run(scripts['election/inspect'], [ops.key, ops.candidates, this.core.keys.fence(this.name)], [])) as [
-      unknown,
-      string[],
-      number,
-    ];
+    const [leader, members, lastTerm] = await this.core.run(scripts['election/inspect'], [ops.key, ops.candidates, this.core.keys.fence(this.name)], []);
     const candidates = (members ?? []).map((member) => {
       const bar = member.indexOf('|');
       return { label: member.slice(bar + 1), fingerprint: fingerprint(member.slice(0, bar)) };

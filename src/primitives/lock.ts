@@ -13,6 +13,7 @@ import type { ReleaseEvent } from '../internal/events.js';
 import { now } from '../internal/clock.js';
 import { retryAfterPttl, type Attempt } from '../internal/wait.js';
 import { scripts } from '../lua/scripts.gen.js';
+import type { ReplyOf } from '../script.js';
 
 export type { AdoptOptions } from '../internal/primitive.js';
 
@@ -288,9 +289,9 @@ export type AcquireReply = { acquired: true; token: number; holdCount: number } 
  * `[1, token, holdCount]` for a re-entry, `[0, pttl]` when another owner holds the lock (`[0, pttl, since]` for a
  * waiter: when it first found the lock taken).
  */
-export function decodeAcquire(reply: unknown): AcquireReply {
+export function decodeAcquire(reply: ReplyOf<(typeof scripts)['lock/acquire']>): AcquireReply {
   if (!Array.isArray(reply)) return { acquired: true, token: Number(reply), holdCount: 1 };
-  const [ok, a, b] = reply as [number, number, number | string | undefined];
+  const [ok, a, b] = reply;
   if (ok === 1) return { acquired: true, token: Number(a), holdCount: Number(b ?? 1) };
   return { acquired: false, pttl: Number(a ?? -2), since: b === undefined || b === null ? undefined : String(b) };
 }

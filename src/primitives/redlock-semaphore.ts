@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { RedisTransport } from '../client.js';
+import type { RedisTransport, ScriptArgs } from '../client.js';
 import { QuorumNotReachedError, RedisConnectionError, type NodeResult, toError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { HoldTable, LateGrant, LeasedHeld, type Hold } from '../internal/hold.js';
@@ -44,9 +44,6 @@ export interface RedlockSemaphoreOptions {
 }
 
 const OPTION_KEYS = ['permits'] as const;
-
-type Settled<T> = PromiseSettledResult<T>;
-
 
 /** What one attempt came to. */
 type AttemptResult = QuorumAttempt<HeldRedlockPermits>;
@@ -179,13 +176,13 @@ export class RedlockSemaphore {
     const keys = this.#keys(order);
     this.#slots.set(owner, order); // until the attempt is decided, a release covers every slot offered
     const start = now();
-    const replies: Settled<unknown>[] = await Promise.allSettled(
+    const replies = await Promise.allSettled(
       nodes.map((node) => runScript(node, scripts['qsem/acquire'], keys, [owner, leaseMs, want], redlock.settings.nodeTimeout)),
     );
     const votes = new Map<number, number>();
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
-      const [ok, ...rest] = (reply.value as number[]).map(Number);
+      const [ok, ...rest] = reply.value.map(Number);
       if (ok !== 1) return { node, status: 'busy', ttl: rest[0] ?? -1 };
       for (const i of rest) {
         const slot = order[i - 1] as number;
@@ -226,7 +223,7 @@ export class RedlockSemaphore {
   }
 
   /** Runs a `qsem/*` script on every node; `ok(reply)` says whether a node's reply counts as `acquired`. */
-  async #everywhere(script: ScriptDef, slots: readonly number[], args: (string | number)[], ok: (reply: number) => boolean): Promise<NodeResult[]> {
+  async #everywhere<A extends ScriptArgs>(script: ScriptDef<A, number>, slots: readonly number[], args: NoInfer<A>, ok: (reply: number) => boolean): Promise<NodeResult[]> {
     const { nodes, settings } = this.redlock;
     const keys = this.#keys(slots);
     const replies = await Promise.allSettled(nodes.map((node: RedisTransport) => runScript(node, script, keys, args, settings.nodeTimeout)));

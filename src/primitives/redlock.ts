@@ -39,7 +39,7 @@ import { checkDuration, checkInt, checkKnownKeys, checkName, checkOptions, check
 import { Keys } from '../keys.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
-import { decodeAcquire, type AcquireReply } from './lock.js';
+import { decodeAcquire } from './lock.js';
 import { Holdfast, toTransport } from '../holdfast.js';
 import { RedlockSemaphore, type RedlockSemaphoreOptions } from './redlock-semaphore.js';
 
@@ -248,9 +248,6 @@ export class Redlock extends EventEmitter<RedlockEvents> {
 /** What one attempt came to. */
 type AttemptResult = QuorumAttempt<HeldRedlock>;
 
-type Settled<T> = PromiseSettledResult<T>;
-
-
 /**
  * A handle on one Redlock name, from `redlock.lock(name)`. Not reentrant: every acquisition is a new owner.
  */
@@ -350,7 +347,7 @@ export class RedlockLock {
     let token = 0;
     const results: NodeResult[] = replies.map((reply, node): NodeResult => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
-      const [held, nodeToken] = reply.value as [number, number | undefined];
+      const [held, nodeToken] = reply.value;
       if (held === 1) {
         // the fencing round left the Redlock's token on a majority; a node outside it holds a smaller one
         token = Math.max(token, Number(nodeToken ?? 0));
@@ -389,13 +386,16 @@ export class RedlockLock {
     const acquireKeys = [...lockKeys, keys.lockWaiters(this.name)];
     // The clock starts before the first request: every key was set at or after `start`.
     const start = now();
-    const replies: Settled<unknown>[] = await Promise.allSettled(
+    const replies = await Promise.allSettled(
       nodes.map((node) => runScript(node, scripts['lock/acquire'], acquireKeys, [owner, leaseMs, '0'], nodeTimeout)),
     );
+    const tokens: number[] = []; // the token each granting node minted
     const results: NodeResult[] = replies.map((reply, node) => {
       if (reply.status === 'rejected') return { node, status: 'error', error: toError(reply.reason) };
       const value = decodeAcquire(reply.value);
-      return value.acquired ? { node, status: 'acquired' } : { node, status: 'busy', ttl: value.pttl };
+      if (!value.acquired) return { node, status: 'busy', ttl: value.pttl };
+      tokens[node] = value.token;
+      return { node, status: 'acquired' };
     });
     const granted = results.filter((r) => r.status === 'acquired').map((r) => r.node);
     // the engine's one validity rule (see `validityLeft`, `HoldTable.held`)
@@ -410,7 +410,7 @@ export class RedlockLock {
       return { held: undefined, results, detail: late };
     }
     if (granted.length >= quorum) {
-      const token = Math.max(...granted.map((i) => tokenOf(decodeAcquire((replies[i] as PromiseFulfilledResult<unknown>).value))));
+      const token = Math.max(...granted.map((i) => tokens[i] ?? 0));
       const raised = await Promise.allSettled(
         granted.map((i) => runScript(nodes[i] as RedisTransport, scripts['redlock/fence'], lockKeys, [owner, token], nodeTimeout)),
       );
@@ -523,8 +523,4 @@ export class HeldRedlock extends LeasedHeld {
     if (optDuration(leaseMs, 'leaseMs', 10) === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
     return super.extend(leaseMs);
   }
-}
-
-function tokenOf(reply: AcquireReply): number {
-  return reply.acquired ? reply.token : 0;
 }

@@ -189,7 +189,7 @@ export class Semaphore {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
     if (n === 0) return this.availablePermits();
-    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0'])) as number;
+    return await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0']);
   }
 
   /**
@@ -203,7 +203,7 @@ export class Semaphore {
     const n = checkInt(permits, 'permits', 0, MAX_PERMITS);
     this.core.assertOpen();
     if (n === 0) return (await this.exists()) ? this.availablePermits() : null;
-    const free = (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '1'])) as number;
+    const free = await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '1']);
     return free < 0 ? null : free;
   }
 
@@ -211,7 +211,7 @@ export class Semaphore {
   async addPermits(permits: number): Promise<number> {
     const n = checkPermitDelta(permits);
     this.core.assertOpen();
-    return (await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0'])) as number;
+    return await this.core.run(scripts['sem/release'], [this.#key], [n, this.#channel, '0']);
   }
 
   /** The number of free permits now. */
@@ -224,7 +224,7 @@ export class Semaphore {
   /** Takes every free permit. @returns how many were taken */
   async drainPermits(): Promise<number> {
     this.core.assertOpen();
-    return (await this.core.run(scripts['sem/drain'], [this.#key], [])) as number;
+    return await this.core.run(scripts['sem/drain'], [this.#key], []);
   }
 
   /** Deletes the semaphore (its permits are gone; waiters keep waiting until it is set again). @returns true if it existed */
@@ -254,7 +254,7 @@ export class Semaphore {
       signal,
       trace,
       attempt: async (budget) => {
-        const reply = (await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget)) as number[];
+        const reply = await this.core.run(scripts['sem/acquire'], [this.#key], [n], budget);
         if (reply[0] === 1) {
           const taken = new SemaphorePermits(this, n);
           this.core.holds.add(taken);

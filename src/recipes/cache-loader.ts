@@ -13,6 +13,7 @@ import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from '../internal/validate.js';
 import { waitFor } from '../internal/wait.js';
+import { CACHE_CLAIM } from '../lua/codes.js';
 import { scripts } from '../lua/scripts.gen.js';
 
 /** Turns values into strings for Redis and back. */
@@ -157,15 +158,16 @@ export class CacheLoader<T = unknown> {
       signal,
       attempt: async (budget) => {
         sentAt = now();
-        const reply = (await core.run(scripts['cache/claim'], keys, [owner, leaseMs, seen], budget)) as [number, (string | number)?, string?];
+        const reply = await core.run(scripts['cache/claim'], keys, [owner, leaseMs, seen], budget);
         switch (reply[0]) {
-          case 2:
+          case CACHE_CLAIM.HIT:
             return { done: true, value: { kind: 'hit', text: String(reply[1]) } };
-          case 4:
+          case CACHE_CLAIM.FAILED:
             throw new LoadFailedError(key, parseRemote(String(reply[1])));
-          case 1:
+          case CACHE_CLAIM.LOAD:
             return { done: true, value: { kind: 'load' } };
           default: {
+            // CACHE_CLAIM.BUSY: another load runs
             seen = reply[2] ?? '';
             const pttl = Number(reply[1] ?? -2);
             return { done: false, retryInMs: pttl < 0 ? 0 : pttl };

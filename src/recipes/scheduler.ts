@@ -426,9 +426,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const key = core.keys.job(name);
     const owner = core.newOwner();
     const sentAt = now();
-    let claimed: number[];
-    try {
-      claimed = (await core.run(scripts['scheduler/claim'], [key], [
+    const claimed = await core
+      .run(scripts['scheduler/claim'], [key], [
         String(tick),
         owner,
         locks.lockAtMostFor,
@@ -436,14 +435,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         this.fingerprint,
         schedule,
         JOB_RECORD_MS,
-      ])) as number[];
-    } catch (error) {
-      if (!(error instanceof ScriptError)) {
-        // No reply: the claim may still be queued on the connection (or resent after a reconnect).
-        core.run(scripts['scheduler/abandon'], [key], [owner], Math.max(core.settings.commandTimeout, locks.lockAtMostFor)).catch(() => {});
-      }
-      throw error;
-    }
+      ])
+      .catch((error: unknown) => {
+        if (!(error instanceof ScriptError)) {
+          // No reply: the claim may still be queued on the connection (or resent after a reconnect).
+          core.run(scripts['scheduler/abandon'], [key], [owner], Math.max(core.settings.commandTimeout, locks.lockAtMostFor)).catch(() => {});
+        }
+        throw error;
+      });
     if (claimed[0] !== 1) {
       const reason = (claimed[1] ?? 0) > 0 ? 'locked' : 'claimed-elsewhere';
       this.notify('skip', { name, tick: new Date(tick), reason });
@@ -772,7 +771,7 @@ export interface JobInfo {
 /** @internal Reads one job's record; `undefined` when there is none. */
 export async function inspectJob(core: Core, name: string): Promise<JobInfo | undefined> {
   const key = core.keys.job(name);
-  const [now, ...flat] = (await core.run(scripts['scheduler/inspect'], [key], [])) as [number, ...string[]];
+  const [now, ...flat] = await core.run(scripts['scheduler/inspect'], [key], []);
   if (flat.length === 0) return undefined;
   const f = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) f.set(String(flat[i]), String(flat[i + 1]));

@@ -68,10 +68,10 @@ export class SegmentedStock {
     checkInt(n, 'n', 1);
     this.#core.assertOpen();
     const start = randomInt(this.#keys.length);
-    const first = (await this.#core.run(scripts['stock/take'], [this.#keys[start] as string], [n])) as number[];
+    const first = await this.#core.run(scripts['stock/take'], [this.#keys[start] as string], [n]);
     if (first[0] === 1) return true;
     if (this.#keys.length === 1) return false;
-    const all = (await this.#core.run(scripts['stock/take-any'], this.#keys, [n, ((start + 1) % this.#keys.length) + 1])) as number[];
+    const all = await this.#core.run(scripts['stock/take-any'], this.#keys, [n, ((start + 1) % this.#keys.length) + 1]);
     return all[0] === 1;
   }
 
@@ -105,7 +105,7 @@ export class SegmentedStock {
     segments: number[];
   }> {
     this.#core.assertOpen();
-    const reply = (await this.#core.run(scripts['stock/available'], this.#keys, [])) as number[];
+    const reply = await this.#core.run(scripts['stock/available'], this.#keys, []);
     return { total: Number(reply[0] ?? 0), segments: reply.slice(1).map(Number) };
   }
 }

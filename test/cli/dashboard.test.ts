@@ -185,7 +185,7 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
     const claim = await scheduler.claim('nightly', Date.UTC(2030, 0, 1), { lockAtMostFor: 30_000, schedule: '0 3 * * *' });
     assert.ok(claim);
     const dash = await startDashboard(['--prefix', 'dash:', '--interval', '200'], env);
-    let failed = false;
+    let refused: { released: number; reason: unknown } | undefined;
     try {
       const snapshot = async () => (await (await fetch(new URL('/api/snapshot', dash.url))).json()) as DashboardSnapshot;
       let busy: DashboardSnapshot['entries'][number] | undefined;
@@ -211,9 +211,6 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       assert.equal(job.job?.runningOnLabel, 'worker-7:4242');
       const text = JSON.stringify(await snapshot());
       assert.ok(!text.includes(held.owner) && !text.includes(labelled.core.clientId) && !text.includes(holdfast.core.clientId), 'no owner id, no client id');
-    } catch (error) {
-      failed = true;
-      throw error;
     } finally {
       await dash.stop();
       await held.release();
@@ -224,9 +221,10 @@ describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () 
       await scheduler.stop();
       await labelled.close();
       await second.close();
-      const refused = outcomes.find((o) => o.status === 'rejected');
-      if (refused && !failed) throw new Error(`a waiter did not get the lock released at ${released} ms: ${log.join('; ')}`, { cause: refused.reason });
+      const failure = outcomes.find((o) => o.status === 'rejected');
+      if (failure) refused = { released, reason: failure.reason };
     }
+    if (refused) throw new Error(`a waiter did not get the lock released at ${refused.released} ms: ${log.join('; ')}`, { cause: refused.reason });
   });
 
   it('says Redis cannot be reached instead of "nothing held"', async () => {

@@ -25,18 +25,18 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
   void it('a tick is claimed once; a run holds the job for lockAtLeastFor after it started', async () => {
     const core = holdfast.core;
     const key = core.keys.job('direct');
-    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 5000, 60_000, 'fp', '', 60_000]);
-    const finish = (owner: string, atLeast: number): Promise<unknown> => core.run(scripts['scheduler/finish'], [key], [owner, atLeast, 12, '', 60_000]);
+    const claim = (tick: number, owner: string) => core.run(scripts['scheduler/claim'], [key], [String(tick), owner, 5000, 60_000, 'fp', '', 60_000]);
+    const finish = (owner: string, atLeast: number) => core.run(scripts['scheduler/finish'], [key], [owner, atLeast, 12, '', 60_000]);
     const t = 1_800_000_000_000;
     assert.deepEqual(await claim(t, 'a'), [1, 5000]);
     assert.deepEqual(await claim(t, 'b'), [0, 0], 'the same tick again: already claimed');
-    const locked = (await claim(t + 1000, 'b')) as number[];
+    const locked = await claim(t + 1000, 'b');
     assert.equal(locked[0], 0, 'the next tick while the run is going: locked');
     assert.ok((locked[1] ?? 0) > 4000);
     assert.equal(await finish('b', 0), 0, 'only the owner finishes');
     assert.equal(await finish('a', 2000), 1);
     assert.deepEqual(await claim(t, 'c'), [0, 0], 'a late clock cannot re-run the finished tick');
-    const least = (await claim(t + 1000, 'c')) as number[];
+    const least = await claim(t + 1000, 'c');
     assert.equal(least[0], 0, 'lockAtLeastFor holds the job after a fast run');
     assert.ok((least[1] ?? 0) > 0 && (least[1] ?? 0) <= 2000);
     await sleep((least[1] ?? 0) + 50);
@@ -48,13 +48,13 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
   void it('abandon undoes only its own claim: the job is free and the tick unrecorded, as before the claim', async () => {
     const core = holdfast.core;
     const key = core.keys.job('abandoned');
-    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 60_000, 60_000, 'fp', '', 60_000]);
-    const abandon = (owner: string): Promise<unknown> => core.run(scripts['scheduler/abandon'], [key], [owner]);
+    const claim = (tick: number, owner: string) => core.run(scripts['scheduler/claim'], [key], [String(tick), owner, 60_000, 60_000, 'fp', '', 60_000]);
+    const abandon = (owner: string) => core.run(scripts['scheduler/abandon'], [key], [owner]);
     assert.deepEqual(await claim(1000, 'a'), [1, 60_000]);
     assert.equal(await core.run(scripts['scheduler/finish'], [key], ['a', 0, 5, '', 60_000]), 1);
     assert.deepEqual(await claim(2000, 'lost-reply'), [1, 60_000]);
     assert.equal(await abandon('someone-else'), 0, 'owner-checked');
-    assert.equal(((await claim(3000, 'b')) as number[])[0], 0, 'still locked by the claim');
+    assert.equal((await claim(3000, 'b'))[0], 0, 'still locked by the claim');
     assert.equal(await abandon('lost-reply'), 1);
     assert.equal(await abandon('lost-reply'), 0, 'once');
     assert.deepEqual(await claim(1000, 'c'), [0, 0], 'the tick before it stays recorded');
@@ -64,9 +64,9 @@ void describe('scheduler claim and finish scripts (the per-tick record and ShedL
   void it('a crashed run frees the job after lockAtMostFor', async () => {
     const core = holdfast.core;
     const key = core.keys.job('crashed');
-    const claim = (tick: number, owner: string): Promise<unknown> => core.run(scripts['scheduler/claim'], [key], [tick, owner, 200, 60_000, 'fp', '', 60_000]);
+    const claim = (tick: number, owner: string) => core.run(scripts['scheduler/claim'], [key], [String(tick), owner, 200, 60_000, 'fp', '', 60_000]);
     assert.deepEqual(await claim(1000, 'dead'), [1, 200]);
-    assert.equal(((await claim(2000, 'b')) as number[])[0], 0);
+    assert.equal((await claim(2000, 'b'))[0], 0);
     await sleep(250);
     assert.deepEqual(await claim(2000, 'b'), [1, 200]);
   });

@@ -8,7 +8,9 @@
   ARGV[2] load lease in ms
   ARGV[3] the load this caller saw in progress ('' if none): its failure is reported to this caller
   Returns {2, value} on a hit; {4, errorJson} when the load this caller waited for failed;
-  {1} when this caller must load; {0, pttl, loadOwner} while another load runs.
+  {1} when this caller must load; {0, pttl, loadOwner} while another load runs (CACHE_CLAIM in src/lua/codes.ts).
+  @args [owner: string, leaseMs: number, seenLoad: string]
+  @reply [2, value: string] | [4, errorJson: string] | [1] | [0, pttl: number, loadOwner: string]
 ]]
 local v = redis.call('get', KEYS[1])
 if v then

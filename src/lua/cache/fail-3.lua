@@ -10,6 +10,8 @@
   ARGV[5] errorTtl in ms: cache the error as the value for that long; 0 = do not cache it
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1.
+  @args [owner: string, errorJson: string, failureTtlMs: number, channel: string, errorTtlMs: number]
+  @reply 1
 ]]
 --- @include "notify"
 if redis.call('hget', KEYS[2], 'o') == ARGV[1] then

@@ -8,6 +8,8 @@
   ARGV[4] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when the load lock was still ours, 0 when it had lapsed (the value is stored either way: it is fresh).
+  @args [owner: string, value: string, ttlMs: number, channel: string]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 redis.call('set', KEYS[1], ARGV[2], 'px', ARGV[3])

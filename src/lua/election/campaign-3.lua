@@ -14,6 +14,8 @@
   per remaining lease of the leader, because an expiry publishes nothing.
   Returns {1, term, since} when this owner now leads (also when it led already: a request delivered twice after a
   reconnect reports the first run), {0, pttl} when another owner leads.
+  @args [owner: string, leaseMs: number, label: string, waits: '0' | '1', channel: string]
+  @reply [1, term: number, since: number] | [0, pttl: number]
 ]]
 --- @include "notify"
 --- @include "redis-now"

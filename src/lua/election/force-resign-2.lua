@@ -6,6 +6,8 @@
   ARGV[1] the election's channel
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when a leader was deleted, 0 when there was none.
+  @args [channel: string]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 --- @include "redis-now"

@@ -4,6 +4,8 @@
   KEYS[2] the candidates that wait: "<owner id>|<label>" → until when the entry counts as alive (Redis ms)
   KEYS[3] the fencing counter of this name
   Returns {leader or false, {"<owner id>|<label>", ...}, lastTerm}; leader as {term, owner id, label, since, pttl}.
+  @args []
+  @reply [leader: [term: number, owner: string, label: string, since: number, pttl: number] | null, candidates: Array<string>, lastTerm: number]
 ]]
 --- @include "redis-now"
 local v = redis.call('hmget', KEYS[1], 't', 'o', 'l', 's')

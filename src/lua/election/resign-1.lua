@@ -5,8 +5,10 @@
   ARGV[1] owner id
   ARGV[2] the election's channel
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
-  Returns 0 when it stepped down, -1 when this owner does not lead (a retry whose first run stepped down finds the key
-  gone too: the client reads that as done when it led when it first sent it).
+  Returns 0 when it stepped down, -1 (RELEASE_REPLY.NOT_HELD) when this owner does not lead (a retry whose first run
+  stepped down finds the key gone too: the client reads that as done when it led when it first sent it).
+  @args [owner: string, channel: string]
+  @reply 0 | -1
 ]]
 --- @include "notify"
 if redis.call('hget', KEYS[1], 'o') ~= ARGV[1] then

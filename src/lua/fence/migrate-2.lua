@@ -4,6 +4,8 @@
   KEYS[1] the old counter "<prefix>{<name>}:fence"
   KEYS[2] the shared counter of the name's slot
   Returns the old counter's value (0 when it was gone already).
+  @args []
+  @reply number
 ]]
 local old = tonumber(redis.call('get', KEYS[1]) or '0')
 if old > tonumber(redis.call('get', KEYS[2]) or '0') then

@@ -8,6 +8,8 @@
   Returns {1, token} when accepted; {0, last accepted token} when the token is older (the write is not applied).
   A token equal to the last accepted one is the same holder writing again, and is accepted. A delete keeps the
   token, or a stale writer could write again after it.
+  @args [token: number, op: 'set' | 'del', value: string, ttlMs: number]
+  @reply [1, token: number] | [0, lastToken: number]
 ]]
 local token = tonumber(ARGV[1])
 local last = tonumber(redis.call('hget', KEYS[1], 't') or '0')

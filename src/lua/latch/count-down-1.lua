@@ -4,6 +4,8 @@
   ARGV[1] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the count left (0 when the latch is open, also when it did not exist).
+  @args [channel: string]
+  @reply number
 ]]
 --- @include "notify"
 if redis.call('exists', KEYS[1]) == 0 then

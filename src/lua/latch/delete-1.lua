@@ -4,6 +4,8 @@
   ARGV[1] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when the latch existed, else 0.
+  @args [channel: string]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 if redis.call('del', KEYS[1]) == 1 then

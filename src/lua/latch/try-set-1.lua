@@ -4,6 +4,8 @@
   ARGV[1] count
   ARGV[2] TTL in ms, or '0' for none
   Returns 1 when set, 0 when the latch already existed (unchanged).
+  @args [count: number, ttlMs: number]
+  @reply 0 | 1
 ]]
 local ok
 if ARGV[2] ~= '0' then

@@ -25,7 +25,7 @@
   lock is taken the token minted is simply never used: tokens must only grow, they need not be dense. The waiter list
   is touched only when the lock is taken, or by a waiter: an uncontended acquisition never sees it.
   @args [owner: string, leaseMs: number, mode: AcquireMode] | [owner: string, leaseMs: number, mode: AcquireMode, since: string]
-  @reply number | [1, number, number] | [0, number, string | null]
+  @reply number | [1, token: number, holdCount: number] | [0, pttl: number, since?: string]
 ]]
 local owner = ARGV[1]
 local lease = ARGV[2]

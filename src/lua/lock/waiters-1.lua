@@ -4,6 +4,8 @@
   ARGV[1] at most this many waiters to list
   Returns {Redis now (ms), waiters, owner 1, since 1, owner 2, since 2, …}, longest waiting first. An entry lives a
   short while after its waiter gave up (see acquire-3.lua), so the count is an upper bound for a few seconds.
+  @args [maxWaiters: number]
+  @reply [now: number, waiters: number, ...ownerThenSince: Array<string | number>]
 ]]
 --- @include "redis-now"
 local reply = {redis_now(), redis.call('zcard', KEYS[1])}

@@ -7,6 +7,8 @@
   ARGV[1] channel to publish on
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the number of permits given back (live leases only: expired ones are reclaimed as usual), 0 when none.
+  @args [channel: string]
+  @reply number
 ]]
 --- @include "psem-reclaim"
 local now = redis_now()

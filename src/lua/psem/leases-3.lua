@@ -7,6 +7,8 @@
   ARGV[1] at most this many leases to list
   Returns {free permits, permits held, live leases, id 1, permits 1, ms left 1 (-1: no lease), id 2, …}, soonest
   expiry first.
+  @args [maxLeases: number]
+  @reply [free: number, held: number, leases: number, ...idPermitsMsLeft: Array<string | number>]
 ]]
 --- @include "redis-now"
 local now = redis_now()

@@ -6,6 +6,8 @@
   ARGV[2] lease in ms
   ARGV[3] n, the slots wanted
   Returns {1, i1, i2, ...}: the KEYS indexes taken; {0, ms until the soonest busy slot frees} when fewer than n are free.
+  @args [owner: string, leaseMs: number, want: number]
+  @reply [1, ...taken: Array<number>] | [0, retryInMs: number]
 ]]
 local want = tonumber(ARGV[3])
 local free = {}

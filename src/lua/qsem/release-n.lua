@@ -3,6 +3,8 @@
   KEYS[1..] permit slots (others' slots among them are left alone)
   ARGV[1] owner id
   Returns how many slots were deleted.
+  @args [owner: string]
+  @reply number
 ]]
 local deleted = 0
 for i = 1, #KEYS do

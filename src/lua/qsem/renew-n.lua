@@ -6,6 +6,8 @@
   ARGV[1] owner id
   ARGV[2] lease in ms
   Returns how many of KEYS this owner holds here now (all of them: the node counts towards the quorum).
+  @args [owner: string, leaseMs: number]
+  @reply number
 ]]
 local held = 0
 for i = 1, #KEYS do

@@ -6,6 +6,8 @@
   ARGV[2] lease in ms
   Returns {1, token} when this owner holds the lock here (lease set), {0} when it does not (the key is gone, or only
   reserved for it), {-1} when another owner holds it.
+  @args [owner: string, leaseMs: number]
+  @reply [1, token: number] | [0] | [-1]
 ]]
 --- @include "lock-value"
 local count, token, owner = lock_parse(redis.call('get', KEYS[1]))

@@ -7,6 +7,8 @@
   ARGV[1] owner id
   ARGV[2] the token chosen (max of the quorum's counters)
   Returns 1 when raised (or already at least as high), 0 when this owner does not hold the lock here.
+  @args [owner: string, token: number]
+  @reply 0 | 1
 ]]
 --- @include "lock-value"
 local count, _, owner = lock_parse(redis.call('get', KEYS[1]))

@@ -11,6 +11,8 @@
   ARGV[2] lease in ms
   ARGV[3] the Redlock's fencing token
   Returns 1 when extended, 2 when taken back, 0 when another owner holds the lock here.
+  @args [owner: string, leaseMs: number, token: number]
+  @reply 0 | 1 | 2
 ]]
 --- @include "lock-value"
 local value = redis.call('get', KEYS[1])

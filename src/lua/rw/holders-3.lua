@@ -6,6 +6,8 @@
   KEYS[3] waiting writers' intents zset (not read: the keys of the read side, for one hash slot)
   ARGV[1] at most this many readers to list
   Returns {owner 1, hold count 1, ms left 1, owner 2, …}, longest lease first.
+  @args [maxReaders: number]
+  @reply Array<string | number>
 ]]
 --- @include "redis-now"
 local now = redis_now()

@@ -5,6 +5,8 @@
   KEYS[1] the job hash (see claim-1.lua)
   ARGV[1] owner id of the claim
   Returns 1 when the claim had landed and was undone, 0 when it never landed (or another run holds the job since).
+  @args [owner: string]
+  @reply 0 | 1
 ]]
 local v = redis.call('hmget', KEYS[1], 'o', 'p', 'pu')
 if v[1] ~= ARGV[1] then

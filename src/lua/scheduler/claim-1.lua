@@ -12,6 +12,8 @@
   ARGV[7] how long the hash (the job's record) is kept after a claim, in ms
   Returns {1, lockAtMostFor} when claimed; {0, 0} when this tick (or a later one) was already claimed;
   {0, ms} when an earlier run still holds the lock (or lockAtLeastFor has not passed) for ms more.
+  @args [tick: string, owner: string, lockAtMostForMs: number, tickMemoryMs: number, fingerprint: string, schedule: string, recordTtlMs: number]
+  @reply [1, lockAtMostForMs: number] | [0, lockedForMs: number]
 ]]
 --- @include "redis-now"
 local now = redis_now()

@@ -10,6 +10,8 @@
   Sets rt = the run's tick, rf = its fingerprint, rs = started at, rd = duration, re = error, rx = finished at (Redis
   ms), rn = runs finished, ec = failed runs in a row.
   Returns 1 when this run still held the lock, 0 when it had lapsed (lockAtMostFor) or was taken.
+  @args [owner: string, lockAtLeastForMs: number, durationMs: number, error: string, recordTtlMs: number]
+  @reply 0 | 1
 ]]
 --- @include "redis-now"
 local now = redis_now()

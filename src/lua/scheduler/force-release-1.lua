@@ -5,6 +5,8 @@
   The record keeps its TTL.
   KEYS[1] the job hash (see claim-1.lua)
   Returns 1 when a run held the job (or a lockAtLeastFor wait was dropped), 0 when it was free.
+  @args []
+  @reply 0 | 1
 ]]
 --- @include "redis-now"
 local v = redis.call('hmget', KEYS[1], 'o', 'u')

@@ -7,6 +7,8 @@
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns the free permits after the change, or -1 when ARGV[3] is '1' and the semaphore does not exist.
   A semaphore created here has no TTL (its total is meant to persist); one set with a TTL keeps it (INCRBY keeps it).
+  @args [permits: number, channel: string, onlyIfExists: '0' | '1']
+  @reply number
 ]]
 --- @include "notify"
 if ARGV[3] == '1' and redis.call('exists', KEYS[1]) == 0 then

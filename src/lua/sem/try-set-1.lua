@@ -6,6 +6,8 @@
   ARGV[3] a TTL in ms for the semaphore, or '0' for none (it persists)
   ARGV[last] the publish command (appended by the client, see includes/notify.lua)
   Returns 1 when set, 0 when the semaphore already existed (unchanged).
+  @args [permits: number, channel: string, ttlMs: number]
+  @reply 0 | 1
 ]]
 --- @include "notify"
 local ok

@@ -5,6 +5,8 @@
   ARGV[2] 'set' to replace the stock with n, 'add' to add n
   ARGV[3] where the remainder starts (1-based)
   Returns the total after the change.
+  @args [n: number, mode: 'set' | 'add', start: number]
+  @reply number
 ]]
 local n = tonumber(ARGV[1])
 local count = #KEYS

@@ -2,6 +2,8 @@
   Read a segmented stock in one step.
   KEYS[1..N] every segment
   Returns {total, segment 1, segment 2, ...}.
+  @args []
+  @reply [total: number, ...segments: Array<number>]
 ]]
 local out = {0}
 for i = 1, #KEYS do

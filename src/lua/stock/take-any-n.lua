@@ -6,6 +6,8 @@
   ARGV[1] n > 0
   ARGV[2] where to start looking (1-based), chosen at random by the caller to spread the load
   Returns {1, total left} when taken, {0, total} when the stock holds less than n.
+  @args [n: number, start: number]
+  @reply [1, left: number] | [0, total: number]
 ]]
 local n = tonumber(ARGV[1])
 local count = #KEYS
