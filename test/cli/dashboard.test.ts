@@ -15,7 +15,7 @@ import { rawCommand, RedisServer } from '../support/redis-server.js';
 
 const PASSWORD = 'dash-s3cret';
 
-describe('holdfast dashboard (built CLI, real Redis)', { timeout: 120_000 }, () => {
+describe('holdfast dashboard (built CLI, real Redis)', { timeout: 300_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

@@ -9,7 +9,7 @@ import { Holdfast } from '../../src/index.js';
 import { ensureBuilt, run, start, until } from '../support/cli.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
 
-describe('holdfast exec (built CLI, real Redis)', { timeout: 60_000 }, () => {
+describe('holdfast exec (built CLI, real Redis)', { timeout: 300_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

@@ -15,7 +15,7 @@ import { ensureBuilt, run, until } from '../support/cli.js';
 import { startDashboard } from '../support/dashboard.js';
 import { RedisServer } from '../support/redis-server.js';
 
-void describe('one fingerprint, one label (built CLI, real Redis)', { timeout: 60_000 }, () => {
+void describe('one fingerprint, one label (built CLI, real Redis)', { timeout: 300_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

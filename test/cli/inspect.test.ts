@@ -11,7 +11,7 @@ import { rawCommand, RedisServer } from '../support/redis-server.js';
 
 const VIEW_KEYS = ['name', 'kind', 'held', 'owner', 'label', 'holdCount', 'token', 'remainingTtl', 'lastToken', 'waiters', 'holders', 'queue'].sort();
 
-describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 60_000 }, () => {
+describe('holdfast inspect / list / unlock (built CLI, real Redis)', { timeout: 300_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

@@ -9,7 +9,7 @@ import { ensureBuilt, run, sleep, until } from '../support/cli.js';
 import { RedisServer } from '../support/redis-server.js';
 import type { JobInfo } from '../../src/index.js';
 
-void describe('holdfast jobs (built CLI, real Redis)', { timeout: 60_000 }, () => {
+void describe('holdfast jobs (built CLI, real Redis)', { timeout: 300_000 }, () => {
   let server: RedisServer;
   let redis: Redis;
   let holdfast: Holdfast;

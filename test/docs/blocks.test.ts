@@ -103,7 +103,7 @@ function runFile(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Pro
   });
 }
 
-describe('documentation code blocks', { concurrency: 4, timeout: 180_000 }, () => {
+describe('documentation code blocks', { concurrency: 4, timeout: 300_000 }, () => {
   let server: RedisServer;
 
   before(async () => {
