@@ -13,11 +13,14 @@
  * `--fixed-lease` adds, for each build, a row of the same Lock acquired with a fixed lease (`{ lease: 30000 }`) next to
  * its default watchdog row: what the watchdog costs over a lease that simply runs out.
  *
+ * `--client node-redis` runs every build and the floor on one node-redis client instead of ioredis.
+ *
  * `--in-flight 1` (the default) is the uncontended cycle: one acquire+release at a time on one name. `--in-flight N`
  * runs N cycles at once on one connection, each on a fresh name (`order:<n>`), as per-entity locking does.
  */
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const { values, positionals: builds } = parseArgs({
@@ -28,6 +31,7 @@ const { values, positionals: builds } = parseArgs({
     block: { type: 'string' },
     bare: { type: 'boolean', default: false },
     'fixed-lease': { type: 'boolean', default: false },
+    client: { type: 'string', default: 'ioredis' },
   },
 });
 const IN_FLIGHT = Number(values['in-flight']);
@@ -37,14 +41,26 @@ const BLOCK = Number(values.block ?? (IN_FLIGHT === 1 ? 200 : 2000));
 const server = await RedisServer.start();
 const io = new Redis(server.url);
 const sha = (await io.script('LOAD', "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0")) as string;
+if (values.client !== 'ioredis' && values.client !== 'node-redis') throw new Error(`--client: ioredis or node-redis, got ${values.client}`);
+const nodeRedis = values.client === 'node-redis' ? createClient({ url: server.url }) : undefined;
+await nodeRedis?.connect();
+/** The client every build and the floor run on. */
+const redis: object = nodeRedis ?? io;
 let n = 0;
 type Cycle = () => Promise<void>;
-const floor: Cycle = async () => {
-  const key = IN_FLIGHT === 1 ? 'f' : `f:order:${++n}`;
-  const t = String(Math.random());
-  await io.set(key, t, 'PX', 30000, 'NX');
-  await io.evalsha(sha, 1, key, t);
-};
+const floor: Cycle = nodeRedis
+  ? async () => {
+      const key = IN_FLIGHT === 1 ? 'f' : `f:order:${++n}`;
+      const t = String(Math.random());
+      await nodeRedis.set(key, t, { PX: 30000, NX: true });
+      await nodeRedis.evalSha(sha, { keys: [key], arguments: [t] });
+    }
+  : async () => {
+      const key = IN_FLIGHT === 1 ? 'f' : `f:order:${++n}`;
+      const t = String(Math.random());
+      await io.set(key, t, 'PX', 30000, 'NX');
+      await io.evalsha(sha, 1, key, t);
+    };
 const cycles: Cycle[] = [floor];
 const labels = ['floor'];
 if (values.bare) {
@@ -57,7 +73,7 @@ if (values.bare) {
 const clients: { close(): Promise<void> }[] = [];
 for (const [i, b] of builds.entries()) {
   const { Holdfast } = (await import(b)) as { Holdfast: new (o: object) => HoldfastLike };
-  const hf = new Holdfast({ redis: io, prefix: `ab${i}:` });
+  const hf = new Holdfast({ redis, prefix: `ab${i}:` });
   clients.push(hf);
   const one = hf.lock('x');
   cycles.push(IN_FLIGHT === 1 ? async () => (await one.acquire()).release() : async () => (await hf.lock(`order:${++n}`).acquire()).release());
@@ -104,12 +120,13 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = times.map((t) => med(t.map((x, i) => x / times[0]![i]!)));
-console.log(`${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${BLOCK} cycles`);
+console.log(`${values.client}, ${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${BLOCK} cycles`);
 for (const [i, label] of labels.entries()) {
   console.log(
     `${label}: ${((med(times[i]!) * 1000) / BLOCK).toFixed(1)} µs/cycle, client CPU ${(med(cpus[i]!) / BLOCK).toFixed(1)} µs/cycle, time ÷ floor ${ratios[i]!.toFixed(3)}`,
   );
 }
 for (const c of clients) await c.close();
+await nodeRedis?.quit();
 io.disconnect();
 await server.stop();
