@@ -47,8 +47,10 @@ describeEachAdapter('A grant that comes past its lease', (ctx) => {
     assert.ok(tookB < 1000, `B got the lock at ${tookB.toFixed(0)} ms, before A's reply arrived`);
     proxy.delay('down', 0); // A's held-back reply keeps its due time; later replies come at once
     await sleep(1500 - (performance.now() - sent));
-    await bHeld.release();
+    // from the moment B's release is sent, A may get the lock: its wake-up and its grant can overtake B's own reply
+    // (another connection), so "released" is marked before the release, not after its promise settles
     bReleased = true;
+    await bHeld.release();
     const held = await acquired;
     assert.deepEqual(seenAtResolve, { bReleased: true, aborted: false }, 'A resolved while B held the lock');
     assert.ok(held.token > bHeld.token, `A's token ${held.token} is newer than B's ${bHeld.token}`);
