@@ -32,7 +32,7 @@ void describe('Election at scale', () => {
 
   before(async () => {
     server = await RedisServer.start();
-    for (let i = 0; i < CANDIDATES; i++) opened.push(await makeHoldfast(adapters[0]!, server.url, { prefix: 'scale:' }));
+    for (let i = 0; i < CANDIDATES; i++) opened.push(await makeHoldfast(adapters[0]!, server.url, { prefix: 'scale:', commandTimeout: 10_000 })); // 3,000 campaigns queue on three connections: on a busy machine a reply can take over a second
     clients = opened.map((o) => o.holdfast);
   });
   after(async () => {

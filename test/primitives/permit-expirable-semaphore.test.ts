@@ -56,10 +56,11 @@ describeEachAdapter('PermitExpirableSemaphore', (ctx) => {
   void it('renews: extend() by the holder or by id, and the watchdog without a lease', async () => {
     const sem = ctx.holdfast.permitExpirableSemaphore('pse-renew');
     await sem.trySetPermits(2);
-    const fixed = await sem.acquire(1, { lease: 300 });
+    // leases long enough for a busy machine: each step below takes a few ms, at worst a few hundred
+    const fixed = await sem.acquire(1, { lease: 2000 });
     await sleep(200);
-    await fixed.extend(800);
-    assert.equal(await sem.extend(fixed.id, 3000), true);
+    await fixed.extend(1500);
+    assert.equal(await sem.extend(fixed.id, 5000), true);
     await sleep(300);
     assert.equal(fixed.lost, false);
     assert.equal((await sem.inspect()).leases, 1);
@@ -68,8 +69,9 @@ describeEachAdapter('PermitExpirableSemaphore', (ctx) => {
     assert.equal(watched.lost, false);
     assert.equal((await sem.inspect()).leases, 2);
     await watched.release();
-    // Extended by id elsewhere, but this holder's own view of its lease (800 ms) ran out: its signal aborted, so
+    // Extended by id elsewhere, but this holder's own view of its lease (1500 ms) runs out: its signal aborts, so
     // its release reports the loss — and still gives the permit back.
+    if (!fixed.signal.aborted) await new Promise((resolve) => fixed.signal.addEventListener('abort', resolve));
     assert.equal(fixed.lost, true);
     await assert.rejects(fixed.release(), LockNotHeldError);
     assert.equal(await sem.extend(fixed.id, 1000), false);
