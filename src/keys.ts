@@ -49,7 +49,7 @@
  * it (test/internal/names.test.ts checks that they agree).
  *
  * Fencing counters are shared, one per Redis Cluster slot: the counter of a name is `<prefix>{<t>}:fence`, where `t`
- * is a short tag chosen (the first that fits, found once per slot for every prefix) so that the counter key lands in the name's own slot. So a
+ * is a short tag chosen (the first that fits, found directly on first use of the slot) so that the counter key lands in the name's own slot. So a
  * prefix never holds more than 16,384 counters however many names it locks, a name's counter moves with its slot
  * in a Cluster migration, and every primitive of a name mints from the same counter: tokens still only grow per
  * name (they grow faster, and are shared by the names of a slot). Per-name counters of an earlier layout
@@ -99,13 +99,19 @@ export function slotOf(key: string): number {
 
 /*
  * The counter tags. The counter of slot `s` is `<prefix>{<t>}:fence` with `t` the first of `0`, `1`, … (base 36)
- * whose hash tag hashes to `s`. When the prefix has no `{` of its own, the slot of that key is the slot of `t` alone,
- * whatever the prefix: so the tag of a slot is found once for every prefix, on first use of that slot, and directly
- * (no walk through the ~170,000 tags before it, which stalled the event loop for tens of ms). CRC16 with a zero
- * start is linear: crc(a‖b) = crc(a followed by |b| zero bytes) ⊕ crc(b). A tag of 3 or 4 digits is a 1- or 2-digit
- * head and a 1- or 2-digit tail, so for each head, in order, one table lookup says which tails (if any) land in `s`:
- * about 1,300 cheap steps for a slot instead of a walk of up to 170,000 CRCs. Every slot is reached by a tag of at
- * most 4 digits; the result is the same tag the walk finds (test/internal/names.test.ts compares all 16,384).
+ * whose key lands in `s`. The hash tag of that key is `t` alone when the prefix has no `{`; when the prefix has a `{`
+ * that it does not close, it is `<lead>t`, the lead being the prefix after its first `{` and then the `{` before `t`
+ * (prefix `a{`: `{t`; prefix `x{y:`: `y:{t`). Walking the tags one by one (up to ~170,000 CRCs for a slot) stalled the
+ * event loop for tens of ms per new slot, so the tag is found directly. CRC16-XMODEM starts at zero and has no final
+ * xor, so it is linear: crc(a‖b) = crc(a followed by |b| zero bytes) ⊕ crc(b). So for a tag of L digits,
+ * crc(lead‖t) = crc(lead‖L zero bytes) ⊕ crc(t): `lead‖t` lands in `s` exactly when `t` alone lands in `s` ⊕ the low
+ * bits of crc(lead‖L zero bytes) — one target per length, the same for every tag of that length (and `s` itself when
+ * the lead is empty). A tag of 3 or 4 digits is a 2-digit head and a 1- or 2-digit tail, so for each head, in order,
+ * one table lookup says which tails (if any) reach the target: about 1,300 cheap steps for a slot. The tags of 4
+ * digits alone reach every one of the 16,384 targets (test/internal/names.test.ts counts them), so whatever the lead,
+ * every slot has a tag of at most 4 digits and the search needs no fallback. The result is the tag the walk finds
+ * (shorter tags first, then in numeric order; test/internal/names.test.ts compares all 16,384 slots for several
+ * prefixes), and it depends only on the lead: it is found once per slot for every prefix of that lead.
  */
 
 const DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -142,69 +148,99 @@ function buildTagIndex(): TagIndex {
   return { one, two, oneBySlot, twoBySlot };
 }
 
-/** Slot → its counter tag, shared by every prefix without a `{` of its own (filled per slot, on first use). */
-const tagsBySlot: (string | undefined)[] = new Array<string | undefined>(SLOTS);
+/** The counter tags of one lead (see above). */
+interface Tags {
+  /** By tag length L - 1 (L = 1 … 4): the low bits of crc(lead‖L zero bytes), what turns a slot into its target. */
+  masks: readonly number[];
+  /** Slot → its tag (filled per slot, on first use). */
+  bySlot: (string | undefined)[];
+}
 
-/** The first base-36 tag (in the order 0, 1, …) whose CRC16 lands in `slot`. */
-function tagOfSlot(slot: number): string {
-  const found = tagsBySlot[slot];
+/** Lead → its tags; the empty lead is shared by every prefix without a `{`. */
+const tagsByLead = new Map<string, Tags>();
+
+function tagsOf(lead: string): Tags {
+  let tags = tagsByLead.get(lead);
+  if (!tags) {
+    const masks: number[] = [];
+    for (let crc = crc16(lead, 0, lead.length), length = 1; length <= 4; length++) masks.push((crc = push(crc, 0)) & LOW);
+    tagsByLead.set(lead, (tags = { masks, bySlot: new Array<string | undefined>(SLOTS) }));
+  }
+  return tags;
+}
+
+/** The first base-36 tag `t` (in the order 0, 1, …) whose hash tag `<lead>t` lands in `slot`. */
+function tagOfSlot(tags: Tags, slot: number): string {
+  const found = tags.bySlot[slot];
   if (found !== undefined) return found;
   const x = (tagIndex ??= buildTagIndex());
+  // where crc(t) must land for `<lead>t` to land in the slot, for a tag of 1, 2, 3, 4 digits
+  const [one, two, three, four] = tags.masks.map((mask) => slot ^ mask) as [number, number, number, number];
   const pair = (i: number): string => DIGITS.charAt(Math.floor(i / 36)) + DIGITS.charAt(i % 36);
   let tag: string | undefined;
   // 1 digit; then 2 digits (no leading 0)
-  if (x.oneBySlot[slot] !== -1) tag = DIGITS.charAt(x.oneBySlot[slot] as number);
-  for (let i = 36; tag === undefined && i < 36 * 36; i++) if (((x.two[i] as number) & LOW) === slot) tag = pair(i);
+  if (x.oneBySlot[one] !== -1) tag = DIGITS.charAt(x.oneBySlot[one] as number);
+  for (let i = 36; tag === undefined && i < 36 * 36; i++) if (((x.two[i] as number) & LOW) === two) tag = pair(i);
   // 3 digits: a 2-digit head (no leading 0) and a 1-digit tail
   for (let h = 36; tag === undefined && h < 36 * 36; h++) {
-    const t = x.oneBySlot[(push(x.two[h] as number, 0) ^ slot) & LOW] as number;
+    const t = x.oneBySlot[(push(x.two[h] as number, 0) ^ three) & LOW] as number;
     if (t !== -1) tag = pair(h) + DIGITS.charAt(t);
   }
-  // 4 digits: a 2-digit head (no leading 0) and a 2-digit tail
+  // 4 digits: a 2-digit head (no leading 0) and a 2-digit tail; these alone reach every target (see above)
   for (let h = 36; tag === undefined && h < 36 * 36; h++) {
-    const t = x.twoBySlot[(push(push(x.two[h] as number, 0), 0) ^ slot) & LOW] as number;
+    const t = x.twoBySlot[(push(push(x.two[h] as number, 0), 0) ^ four) & LOW] as number;
     if (t !== -1) tag = pair(h) + pair(t);
   }
   if (tag === undefined) throw new Error(`holdfast: no fencing counter tag for slot ${slot}`);
-  tagsBySlot[slot] = tag;
+  tags.bySlot[slot] = tag;
   return tag;
 }
 
-/** Per prefix: slot → the counter key of that slot (filled per slot, on first use). */
-const counterTables = new Map<string, (string | undefined)[]>();
-
-/**
- * The fencing counter key of `slot` under `prefix`. Under a prefix without a `{`, from the shared tag of the slot (see
- * above). Under a prefix with one, its own hash tag (when it has one) decides the slot of every key: all names share
- * one slot and one counter, found at the first tag; a prefix with a `{` but no hash tag gets the walk, for that slot.
- */
-function counterKey(prefix: string, table: (string | undefined)[], slot: number): string | undefined {
-  const known = table[slot];
-  if (known !== undefined) return known;
-  let key: string | undefined;
-  if (!prefix.includes('{')) {
-    key = `${prefix}{${tagOfSlot(slot)}}:fence`;
-  } else {
-    for (let n = 0; key === undefined && n < 2_000_000; n++) {
-      const candidate = `${prefix}{${n.toString(36)}}:fence`;
-      if (slotOf(candidate) === slot) key = candidate;
-    }
-  }
-  table[slot] = key;
-  return key;
+/** One prefix's fencing counters. */
+interface Counters {
+  /** The tags of its lead; `undefined` when the prefix closes its own hash tag, which then decides every slot. */
+  tags: Tags | undefined;
+  /** Slot → the counter key of that slot (filled per slot, on first use). */
+  keys: (string | undefined)[];
 }
 
-/** @internal The counter table of `prefix` (slot → key), shared by its `Keys`. */
-function counterTable(prefix: string): (string | undefined)[] {
-  let table = counterTables.get(prefix);
-  if (!table) counterTables.set(prefix, (table = new Array<string | undefined>(SLOTS)));
-  return table;
+/** Per prefix: its counters, shared by its `Keys`. */
+const countersByPrefix = new Map<string, Counters>();
+
+function countersOf(prefix: string): Counters {
+  let counters = countersByPrefix.get(prefix);
+  if (!counters) {
+    const open = prefix.indexOf('{');
+    // no `{`: the hash tag is the tag alone; an unclosed `{`: the tag with the lead before it; closed: none
+    const lead = open < 0 ? '' : prefix.indexOf('}', open + 1) < 0 ? `${prefix.slice(open + 1)}{` : undefined;
+    countersByPrefix.set(prefix, (counters = { tags: lead === undefined ? undefined : tagsOf(lead), keys: new Array<string | undefined>(SLOTS) }));
+  }
+  return counters;
+}
+
+/**
+ * The fencing counter key of `slot` under a prefix. Under a prefix that closes its own hash tag, that tag decides the
+ * slot of every key: all names share one slot and one counter, at the first tag (and no other slot has one; a prefix
+ * whose first `{` is closed right away, an empty hash tag, is refused by `checkPrefix` and gets none either).
+ */
+function counterKey(prefix: string, counters: Counters, slot: number): string | undefined {
+  const known = counters.keys[slot];
+  if (known !== undefined) return known;
+  let key: string | undefined;
+  if (counters.tags !== undefined) {
+    key = `${prefix}{${tagOfSlot(counters.tags, slot)}}:fence`;
+  } else {
+    const only = `${prefix}{0}:fence`;
+    if (slotOf(only) === slot) key = only;
+  }
+  counters.keys[slot] = key;
+  return key;
 }
 
 /** Builds key names for one prefix. */
 export class Keys {
-  /** This prefix's counter table, looked up once. */
-  #counters: (string | undefined)[] | undefined;
+  /** This prefix's fencing counters, looked up once. */
+  #counters: Counters | undefined;
 
   constructor(readonly prefix: string) {}
 
@@ -222,7 +258,7 @@ export class Keys {
    */
   fence(name: string): string {
     // every key of a name is in the slot of its `{…}` part (or of the prefix's own hash tag): the base decides it
-    const key = counterKey(this.prefix, (this.#counters ??= counterTable(this.prefix)), slotOf(this.base(name)));
+    const key = counterKey(this.prefix, (this.#counters ??= countersOf(this.prefix)), slotOf(this.base(name)));
     if (key === undefined) throw new Error(`holdfast: no fencing counter key for the slot of "${name}" under prefix "${this.prefix}"`);
     return key;
   }

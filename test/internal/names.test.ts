@@ -131,30 +131,61 @@ describe('Lock names', () => {
 });
 
 describe('Fencing counter keys', () => {
-  test('every slot gets the counter key the walk through the tags 0, 1, … finds first, under any prefix', () => {
-    // the walk, as the table was once computed per prefix: slot → the first base-36 tag whose key lands there
-    const walk = (prefix: string): Map<number, string> => {
-      const first = new Map<number, string>();
-      for (let n = 0; first.size < 16384 && n < 400_000; n++) {
-        const key = `${prefix}{${n.toString(36)}}:fence`;
-        const slot = slotOf(key);
-        if (!first.has(slot)) first.set(slot, key);
-      }
-      return first;
-    };
-    const expected = walk('holdfast:');
-    assert.equal(expected.size, 16384);
-    const keys = new Keys('holdfast:');
-    const other = new Keys('other:');
-    // a name per slot: the tags themselves (`{tag}` is the hash tag of the name's keys)
-    for (let n = 0, seen = 0; seen < 16384; n++) {
-      const name = n.toString(36);
-      const slot = slotOf(`holdfast:{${name}}`);
-      if (expected.get(slot) === `holdfast:{${name}}:fence`) seen++;
-      assert.equal(keys.fence(name), expected.get(slot), `slot ${slot}`);
-      assert.equal(other.fence(name), (expected.get(slot) as string).replace('holdfast:', 'other:'));
+  // the walk, as the table was once computed per prefix: slot → the first base-36 tag whose key lands there
+  const walk = (prefix: string): Map<number, string> => {
+    const first = new Map<number, string>();
+    for (let n = 0; first.size < 16384 && n < 400_000; n++) {
+      const key = `${prefix}{${n.toString(36)}}:fence`;
+      const slot = slotOf(key);
+      if (!first.has(slot)) first.set(slot, key);
     }
-    // a prefix with its own hash tag: every name in its slot, one counter
+    return first;
+  };
+
+  // no `{`; then an unclosed `{`, whose hash tag is `<the prefix after its first {>{<tag>` (`é{` and `p}{`: `{<tag>`,
+  // like `a{`; `x{é:` a lead that is not ASCII)
+  for (const prefix of ['holdfast:', 'a{', 'x{y:', 'é{', 'p}{', 'x{é:']) {
+    test(`prefix ${JSON.stringify(prefix)}: every slot gets the counter key the walk through the tags 0, 1, … finds first`, () => {
+      const expected = walk(prefix);
+      assert.equal(expected.size, 16384);
+      const keys = new Keys(prefix);
+      for (const [slot, key] of expected) {
+        // a name in that slot: the tag itself (`<prefix>{tag}` has the counter key's hash tag)
+        const name = key.slice(prefix.length + 1, -'}:fence'.length);
+        assert.equal(slotOf(keys.lock(name)), slot);
+        assert.equal(keys.fence(name), key, `slot ${slot}`);
+      }
+      if (prefix === 'holdfast:') {
+        // every prefix without a `{` shares the tags
+        const other = new Keys('other:');
+        for (const [slot, key] of expected) assert.equal(other.fence(key.slice('holdfast:{'.length, -'}:fence'.length)), key.replace('holdfast:', 'other:'), `slot ${slot}`);
+      }
+    });
+  }
+
+  test('the tags of 4 digits alone reach every slot (from any lead, so every slot has a tag of at most 4 digits)', () => {
+    // from a lead P, crc(P‖t) = crc(P‖0000) ⊕ crc(t): one xor, a bijection of the slots, for every 4-digit tag
+    const step = (crc: number, byte: number): number => {
+      crc ^= byte << 8;
+      for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+      return crc;
+    };
+    const digits = [...'0123456789abcdefghijklmnopqrstuvwxyz'].map((c) => c.charCodeAt(0));
+    const reached = new Uint8Array(16384);
+    for (const a of digits.slice(1)) {
+      const ca = step(0, a);
+      for (const b of digits) {
+        const cb = step(ca, b);
+        for (const c of digits) {
+          const cc = step(cb, c);
+          for (const d of digits) reached[step(cc, d) % 16384] = 1;
+        }
+      }
+    }
+    assert.equal(reached.reduce((sum, r) => sum + r, 0), 16384);
+  });
+
+  test('a prefix with its own hash tag: every name in its slot, one counter', () => {
     assert.equal(new Keys('app{x}:').fence('a'), 'app{x}:{0}:fence');
     assert.equal(new Keys('app{x}:').fence('zz'), 'app{x}:{0}:fence');
   });
