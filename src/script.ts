@@ -208,6 +208,9 @@ export function runScript<A extends ScriptArgs, R>(
  * it would end as "no reply" (the script might still run after holdfast gave up); instead the call rejects with the
  * server's refusal, which {@link didNotRun} recognises.
  */
+/** The least time left in which {@link retryScript} starts another try. */
+const MIN_TRY_MS = 20;
+
 async function retryScript(
   transport: RedisTransport,
   script: ScriptDef,
@@ -221,19 +224,24 @@ async function retryScript(
   const elapsed = (): number => performance.now() - started;
   let longest = elapsed(); // the longest try so far
   let error = firstError;
+  const least = Math.min(MIN_TRY_MS, timeoutMs / 4);
+  // A try is not started when it might not finish in the time left: less than twice the longest try so far, or
+  // than MIN_TRY_MS (a quarter of a shorter timeout). Cut short, it would end as "no reply" (and might still run); instead the call rejects with the
+  // server's refusal, marked as not run (NOSCRIPT: the server did not have the script; a redirection: it refused).
+  const refuse = (): never => {
+    const refused = NO_SCRIPT.test(messageOf(error)) ? new RedisConnectionError(`${what}: ${messageOf(error)}`, { cause: error }) : toHoldfastError(error, what);
+    notRun.add(refused);
+    throw refused;
+  };
   for (let attempt = 1; ; attempt++) {
     const noScript = NO_SCRIPT.test(messageOf(error));
-    if (noScript && elapsed() >= timeoutMs) throw toHoldfastError(error, what);
     if (!noScript) {
       if (!NOT_RUN.test(messageOf(error))) throw toHoldfastError(error, what);
       const pause = pauseAfter(SCRIPT_BACKOFF, attempt);
-      if (timeoutMs - elapsed() <= pause + 2 * longest) {
-        const refused = toHoldfastError(error, what);
-        notRun.add(refused);
-        throw refused;
-      }
+      if (timeoutMs - elapsed() <= pause + Math.max(2 * longest, least)) refuse();
       await sleep(pause);
     }
+    if (timeoutMs - elapsed() <= Math.max(2 * longest, least)) refuse();
     const sent = performance.now();
     const left = Math.max(1, Math.round(timeoutMs - elapsed()));
     try {
