@@ -146,13 +146,8 @@ export class Session extends EventEmitter<SessionEvents> {
   #confirm(sentAt: number): void {
     if (sentAt < this.#confirmedAt) return;
     this.#confirmedAt = sentAt;
-    clearTimeout(this.#deadlineTimer);
     const generation = this.#generation;
-    const left = this.deadline - now();
-    this.#deadlineTimer = setTimeout(() => {
-      if (generation === this.#generation && now() >= this.deadline) this.#lose(generation, 'connection');
-    }, Math.max(0, Math.ceil(left)));
-    this.#deadlineTimer.unref();
+    this.#armDeadline(generation);
     if (this.#suspended && this.#client?.getState() === zookeeper.State.SYNC_CONNECTED) {
       this.#suspended = false;
       this.emit('reconnected', generation);
@@ -162,6 +157,21 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Monotonic time until which the server cannot have expired the session (unless this process was paused). */
   get deadline(): number {
     return this.#confirmedAt + this.#timeout - driftOf(this.#timeout);
+  }
+
+  /**
+   * Loses session `generation` at its deadline unless a confirmation moves it. A timer may fire a fraction of a
+   * millisecond before the deadline by this clock (the event loop's clock is coarser): it then waits for the rest,
+   * rather than never looking again (a silent server sends no other event that would).
+   */
+  #armDeadline(generation: number): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = setTimeout(() => {
+      if (generation !== this.#generation) return;
+      if (now() >= this.deadline) this.#lose(generation, 'connection');
+      else this.#armDeadline(generation);
+    }, Math.max(1, Math.ceil(this.deadline - now())));
+    this.#deadlineTimer.unref();
   }
 
   #scheduleHeartbeat(delay = Math.max(10, Math.floor(this.#timeout / 3))): void {
