@@ -199,18 +199,19 @@ export function runScript<A extends ScriptArgs, R>(
   ) as Promise<R>;
 }
 
-/**
- * After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error.
- *
- * A retry is not started when it might not finish in the time left (less than twice the longest try so far): some
- * clients retry `TRYAGAIN` themselves before they report it (GLIDE waits about 1.3 s between its tries, ioredis
- * 100 ms, up to 16 times), so one try can take seconds, and more under load. Cut short by the timeout,
- * it would end as "no reply" (the script might still run after holdfast gave up); instead the call rejects with the
- * server's refusal, which {@link didNotRun} recognises.
- */
 /** The least time left in which {@link retryScript} starts another try. */
 const MIN_TRY_MS = 20;
 
+/**
+ * After a failed first EVALSHA: EVAL on NOSCRIPT, a pause and another try on a cluster redirection, else the error.
+ *
+ * A try is not started when it might not finish in the time left (less than twice the longest try so far, or than
+ * MIN_TRY_MS): some clients retry `TRYAGAIN` themselves before they report it (GLIDE waits about 1.3 s between its
+ * tries, ioredis 100 ms, up to 16 times), so one try can take seconds, and more under load. Cut short by the timeout,
+ * it would end as "no reply" (the script might still run after holdfast gave up); instead the call rejects with the
+ * server's refusal (a redirection, or NOSCRIPT: the server did not have the script), marked so that
+ * {@link didNotRun} recognises it and a waiting caller tries again within its own timeout.
+ */
 async function retryScript(
   transport: RedisTransport,
   script: ScriptDef,
@@ -224,10 +225,7 @@ async function retryScript(
   const elapsed = (): number => performance.now() - started;
   let longest = elapsed(); // the longest try so far
   let error = firstError;
-  const least = Math.min(MIN_TRY_MS, timeoutMs / 4);
-  // A try is not started when it might not finish in the time left: less than twice the longest try so far, or
-  // than MIN_TRY_MS (a quarter of a shorter timeout). Cut short, it would end as "no reply" (and might still run); instead the call rejects with the
-  // server's refusal, marked as not run (NOSCRIPT: the server did not have the script; a redirection: it refused).
+  const least = Math.min(MIN_TRY_MS, timeoutMs / 4); // a quarter of a timeout shorter than 4 × MIN_TRY_MS
   const refuse = (): never => {
     const refused = NO_SCRIPT.test(messageOf(error)) ? new RedisConnectionError(`${what}: ${messageOf(error)}`, { cause: error }) : toHoldfastError(error, what);
     notRun.add(refused);
