@@ -5,13 +5,14 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import type { RedisTransport, ScriptArgs } from './client.js';
+import type { ScriptArgs } from './client.js';
 import { ClientClosedError, EvictionPolicyError, isHoldfastError, type LockLostError } from './errors.js';
 import { LiveSet, type Slotted } from './internal/live-set.js';
 import { Notifier } from './internal/notifier.js';
 import type { ReplicaSync } from './internal/replica-sync.js';
 import { Keys } from './keys.js';
-import { runCommand, runScript, type ScriptDef } from './script.js';
+import type { ScriptDef } from './script.js';
+import type { Store } from './store.js';
 
 /** Settings resolved from the client's options. */
 export interface CoreSettings {
@@ -32,9 +33,10 @@ export interface HoldfastWarning {
   /**
    * `EVICTION_POLICY`: the server's `maxmemory-policy` can evict locks (and, for `allkeys-*`, fencing counters);
    * `EVICTION_POLICY_UNKNOWN`: `CONFIG GET maxmemory-policy` was refused (an ACL, a managed Redis), so holdfast
-   * cannot tell.
+   * cannot tell; `POLLING`: the store cannot wake waiters (PostgreSQL's `LISTEN` does not deliver through this
+   * connection, e.g. behind a transaction-mode PgBouncer, or `listen: false` was asked for), so they poll.
    */
-  code: 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN';
+  code: 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN' | 'POLLING';
   /** What is wrong and what to do, in one sentence. */
   message: string;
   /** The server's policy, when it could be read. */
@@ -88,14 +90,15 @@ export class Core {
   #policyOk = false;
 
   constructor(
-    readonly transport: RedisTransport,
+    /** The store the primitives live in (see src/store.ts). */
+    readonly store: Store,
     readonly settings: CoreSettings,
     readonly emitLost: (error: LockLostError) => void,
     /** `server`: the server's `run_id` ('' when unknown), for {@link firstProcessWarning}. */
     readonly emitWarning: (warning: HoldfastWarning, server: string) => void = () => {},
   ) {
     this.keys = new Keys(settings.prefix);
-    this.notifier = new Notifier(transport, settings.sharded, settings.commandTimeout);
+    this.notifier = new Notifier(store, settings.sharded, settings.commandTimeout);
   }
 
   /** The watchdog's renewal period, in ms (see `HoldHost`). */
@@ -105,7 +108,7 @@ export class Core {
 
   /** The transport's reconnect count, where it resends commands by itself (see `RedisTransport.epoch`). */
   epoch(): number | undefined {
-    return this.transport.epoch?.();
+    return this.store.epoch?.();
   }
 
   /** The command scripts publish wake-ups with: `spublish` under sharded pub/sub, else `publish` (see includes/notify.lua). */
@@ -188,11 +191,12 @@ export class Core {
 
   /** Runs `script`: its arguments and its reply are typed by its header (see `ScriptDef`). */
   run<A extends ScriptArgs, R>(script: ScriptDef<A, R>, keys: readonly string[], args: NoInfer<A>, timeoutMs = this.settings.commandTimeout): Promise<NoInfer<R>> {
-    return runScript(this.transport, script, keys, args, timeoutMs, this.publishCommand);
+    return this.store.run(script, keys, args, timeoutMs, this.publishCommand);
   }
 
+  /** A plain Redis command: on another store it rejects, naming what is not available there. */
   command(args: readonly string[], key?: string, timeoutMs = this.settings.commandTimeout): Promise<unknown> {
-    return runCommand(this.transport, args, key, timeoutMs);
+    return this.store.command(args, key, timeoutMs);
   }
 
   /** Marks the core closed, releases every live hold, then closes the subscriber. */
@@ -201,6 +205,7 @@ export class Core {
     this.#closed = true;
     await closeHolds(this.holds);
     await this.notifier.close();
+    await this.store.close?.();
   }
 }
 

@@ -13,6 +13,7 @@ export type HoldfastErrorCode =
   | 'ACQUIRE_TIMEOUT'
   | 'LOCK_LOST'
   | 'REDIS_CONNECTION'
+  | 'POSTGRES_CONNECTION'
   | 'ZOOKEEPER_CONNECTION'
   | 'CLIENT_CLOSED'
   | 'UPGRADE_REFUSED'
@@ -147,6 +148,18 @@ export class EvictionPolicyError extends HoldfastError {
 export class RedisConnectionError extends HoldfastError {
   constructor(message: string, options?: HoldfastErrorOptions) {
     super('REDIS_CONNECTION', message, options);
+  }
+}
+
+/**
+ * PostgreSQL could not be reached or did not answer in time (the operation may still have run there). A subclass of
+ * {@link RedisConnectionError}, so that code which handles a store that did not answer handles both; its own code is
+ * `POSTGRES_CONNECTION`.
+ */
+export class PostgresConnectionError extends RedisConnectionError {
+  constructor(message: string, options?: HoldfastErrorOptions) {
+    super(message, options);
+    Object.defineProperty(this, 'code', { value: 'POSTGRES_CONNECTION', enumerable: true });
   }
 }
 

@@ -8,6 +8,9 @@ import { glideTransport, isGlide } from './adapters/glide.js';
 import { isIoredis, ioredisTransport } from './adapters/ioredis.js';
 import { isNodeRedis, nodeRedisTransport } from './adapters/node-redis.js';
 import { isTransport, type RedisTransport } from './client.js';
+import { RedisStore, type Store } from './store.js';
+import { isPostgresPool, PostgresStore } from './postgres/store.js';
+import { checkSchemaName, DEFAULT_SCHEMA } from './postgres/schema.js';
 import { Core, firstProcessWarning, type CoreSettings, type HoldfastWarning } from './core.js';
 import { scripts } from './lua/scripts.gen.js';
 import type { LockLostError } from './errors.js';
@@ -34,8 +37,29 @@ export interface HoldfastOptions {
    * Your Redis client: an ioredis `Redis`/`Cluster`, a connected node-redis client, a Valkey GLIDE `GlideClient`/
    * `GlideClusterClient`, or any {@link RedisTransport}. holdfast never closes it; it opens one extra connection (a
    * duplicate; for GLIDE a client created from the same configuration) for pub/sub when something waits.
+   * Give this or `postgres`, not both.
    */
-  redis: unknown;
+  redis?: unknown;
+  /**
+   * Your PostgreSQL pool instead of Redis: a node-postgres (`pg` ≥ 8) `Pool`. holdfast never closes it; each
+   * operation is one statement on it (any pool works, PgBouncer in transaction mode included), and it opens one
+   * connection of its own, with the pool's settings, to `LISTEN` for wake-ups while something waits. Its schema is
+   * created on first use when the role may (see `schema`). Give this or `redis`, not both.
+   */
+  postgres?: unknown;
+  /**
+   * PostgreSQL only: the schema holdfast keeps its tables and functions in (a plain identifier). Created on first use
+   * when missing, or ahead of time with `npx holdfast migrate --postgres <url> --schema <name>`.
+   * @default "holdfast"
+   */
+  schema?: string;
+  /**
+   * PostgreSQL only: wake waiters with `LISTEN`/`NOTIFY`. `false` makes them poll instead (say so when no connection
+   * to the server can stay in a session, e.g. every connection goes through a transaction-mode pooler: holdfast also
+   * finds that out by itself, and then polls and emits one `POLLING` warning).
+   * @default true
+   */
+  listen?: boolean;
   /**
    * Prepended to every key and channel holdfast uses. Give each application its own.
    * @default "holdfast:"
@@ -96,6 +120,9 @@ export interface HoldfastOptions {
 
 const OPTION_KEYS = [
   'redis',
+  'postgres',
+  'schema',
+  'listen',
   'prefix',
   'watchdogLease',
   'watchdogInterval',
@@ -114,6 +141,22 @@ export interface HoldfastEvents {
   lockLost: [error: LockLostError];
   /** Something about the Redis server can break the guarantees (see {@link HoldfastWarning}). */
   warning: [warning: HoldfastWarning];
+}
+
+/** The store of a client's options: Redis (`redis`) or PostgreSQL (`postgres`, `schema`, `listen`). */
+function toStore(opts: HoldfastOptions, warn: (warning: HoldfastWarning) => void): Store {
+  if (opts.postgres === undefined) {
+    if (opts.schema !== undefined || opts.listen !== undefined) throw new TypeError('options.schema and options.listen are for a `postgres` pool');
+    if (opts.redis === undefined) throw new TypeError('options must have a `redis` client or a `postgres` pool');
+    return new RedisStore(toTransport(opts.redis));
+  }
+  if (opts.redis !== undefined) throw new TypeError('options.redis and options.postgres: give one store, not both');
+  if (!isPostgresPool(opts.postgres)) throw new TypeError('options.postgres must be a node-postgres Pool (pg ≥ 8)');
+  return new PostgresStore(opts.postgres, {
+    schema: checkSchemaName(opts.schema ?? DEFAULT_SCHEMA),
+    listen: optBoolean(opts.listen, 'options.listen') ?? true,
+    warn,
+  });
 }
 
 /** Turns a user's client into a transport, or throws a `TypeError` that says what is accepted. */
@@ -143,9 +186,9 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   constructor(options: HoldfastOptions) {
     super();
     const opts = checkOptions<HoldfastOptions>(options);
-    if (options === undefined) throw new TypeError('options must be an object with a `redis` client');
+    if (options === undefined) throw new TypeError('options must be an object with a `redis` client or a `postgres` pool');
     checkKnownKeys(opts, OPTION_KEYS);
-    const transport = toTransport(opts.redis);
+    const store = toStore(opts, (warning) => this.core.emitWarning(warning, ''));
     const prefix = checkPrefix(opts.prefix ?? 'holdfast:');
     const watchdogLease = checkDuration(opts.watchdogLease ?? 30_000, 'options.watchdogLease', 100);
     const watchdogInterval = checkDuration(opts.watchdogInterval ?? Math.floor(watchdogLease / 3), 'options.watchdogInterval', 10);
@@ -166,8 +209,14 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
     if (!EVICTION_POLICIES.includes(settings.evictionPolicy)) {
       throw new TypeError(`options.evictionPolicy must be one of ${EVICTION_POLICIES.join(', ')}, got ${String(opts.evictionPolicy)}`);
     }
+    if (store.kind === 'postgres') {
+      if (opts.replicaSync !== undefined) throw new TypeError('options.replicaSync is for Redis replicas: on PostgreSQL use synchronous_commit and a synchronous standby');
+      if (opts.shardedPubSub !== undefined) throw new TypeError('options.shardedPubSub is for Redis Cluster, not PostgreSQL');
+      if (opts.evictionPolicy !== undefined) throw new TypeError('options.evictionPolicy is about Redis eviction: PostgreSQL never evicts a row');
+      settings.evictionPolicy = 'ignore';
+    }
     this.core = new Core(
-      transport,
+      store,
       settings,
       (error) => {
         if (this.listenerCount('lockLost') > 0) this.emit('lockLost', error);

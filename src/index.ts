@@ -45,6 +45,7 @@ export {
   LockNotHeldError,
   AcquireTimeoutError,
   LockLostError,
+  PostgresConnectionError,
   RedisConnectionError,
   ClientClosedError,
   UpgradeRefusedError,

@@ -79,6 +79,16 @@ export function toHoldfastError(error: unknown, what: string): Error {
   return new RedisConnectionError(`${what}: ${message}`, { cause: error });
 }
 
+/** What a call that got no reply in time can tell of its connection (a Redis transport, or a store). */
+export interface Diagnosable {
+  /** What the client knows of a connection that is not connected (see `RedisTransport.diagnose`). */
+  diagnose?(): ReturnType<NonNullable<RedisTransport['diagnose']>>;
+  /** The server's name in the message ("no reply from PostgreSQL"). @default 'Redis' */
+  readonly server?: string;
+  /** Makes the error (a store's own subclass of `RedisConnectionError`). */
+  connectionError?(message: string, options?: { cause?: unknown }): RedisConnectionError;
+}
+
 interface Pending extends Slotted {
   deadline: number;
   fail: () => void;
@@ -114,16 +124,17 @@ function tick(): void {
  * connected (its state, address and last connection error: "connect ECONNREFUSED 127.0.0.1:6379"), as message and
  * `cause`.
  */
-function noReply(what: string, ms: number, transport: RedisTransport | undefined): RedisConnectionError {
+function noReply(what: string, ms: number, transport: Diagnosable | undefined): RedisConnectionError {
   let why: ReturnType<NonNullable<RedisTransport['diagnose']>>;
   try {
     why = transport?.diagnose?.();
   } catch {
     why = undefined; // a diagnosis must never hide the time-out
   }
-  const message = `${what}: no reply from Redis within ${ms} ms`;
-  if (!why) return new RedisConnectionError(message);
-  return new RedisConnectionError(`${message} (${why.state})`, why.cause === undefined ? undefined : { cause: why.cause });
+  const message = `${what}: no reply from ${transport?.server ?? 'Redis'} within ${ms} ms`;
+  const make = (m: string, options?: { cause?: unknown }): RedisConnectionError => transport?.connectionError?.(m, options) ?? new RedisConnectionError(m, options);
+  if (!why) return make(message);
+  return make(`${message} (${why.state})`, why.cause === undefined ? undefined : { cause: why.cause });
 }
 
 /**
@@ -136,7 +147,7 @@ export function withTimeout<T>(
   ms: number,
   what: string,
   onError?: (error: unknown) => Promise<T>,
-  transport?: RedisTransport,
+  transport?: Diagnosable,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const entry: Pending = {

@@ -22,6 +22,14 @@ export const SCRIPT_BACKOFF: Backoff = { firstMs: 10, capMs: 100 };
 /** A ZooKeeper request safe to send again (a node's delete), and a wait's read after a dropped connection (50, 100 … 1000 ms). */
 export const ZOOKEEPER_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
 
+/**
+ * A waiter whose store cannot wake it (PostgreSQL behind a transaction-mode pooler, or `listen: false`): how soon it
+ * looks again, at most, after each attempt that found the primitive taken (5, 10, 20 … 200 ms).
+ */
+export const POLL_BACKOFF: Backoff = { firstMs: 5, capMs: 200 };
+/** The listening connection of a PostgreSQL store, lost: its reconnects (100, 200 … 2000 ms). */
+export const LISTEN_BACKOFF: Backoff = { firstMs: 100, capMs: 2000 };
+
 /** The pause before try `n + 1`, after `n` failed tries (n ≥ 1), in ms. */
 export function pauseAfter(policy: Backoff, n: number): number {
   return Math.min(policy.capMs, policy.firstMs * 2 ** Math.max(0, n - 1));

@@ -14,6 +14,7 @@
  * (A plain comment, not TSDoc: the declaration files carry this module's exported types, not its notes.)
  */
 import type { Core } from '../core.js';
+import { pauseAfter, POLL_BACKOFF } from './backoff.js';
 import { now } from './clock.js';
 import { checkKnownKeys, checkOptions, optDuration, optFunction, optSignal } from './validate.js';
 
@@ -138,6 +139,7 @@ export async function waitUntilFree(
   let poked: boolean;
   let wake: (() => void) | undefined;
   let unobserve: (() => void) | undefined;
+  let polls = 0;
   try {
     for (;;) {
       signal?.throwIfAborted();
@@ -157,7 +159,8 @@ export async function waitUntilFree(
       // A release message means the lock was free when it was sent, even if someone took it again since.
       if (heard) return true;
       if (poked) continue; // something changed while looking: look again
-      const ms = Math.min(left < 0 ? Infinity : Math.max(1, left), deadline - now());
+      const poll = core.store.polling ? pauseAfter(POLL_BACKOFF, ++polls) : Infinity; // a store that cannot wake: poll
+      const ms = Math.min(left < 0 ? Infinity : Math.max(1, left), deadline - now(), poll);
       await sleepUntilWoken(ms, signal, (w) => (wake = w));
       wake = undefined;
       if (heard) return true;

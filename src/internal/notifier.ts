@@ -14,7 +14,8 @@
  * closed (the next wait opens a new one), so it never keeps a process alive that forgot `holdfast.close()`. Every
  * timer here is unref'd.
  */
-import type { RedisSubscriber, RedisTransport } from '../client.js';
+import type { RedisSubscriber } from '../client.js';
+import type { Store } from '../store.js';
 import { ClientClosedError } from '../errors.js';
 import { withTimeout, toHoldfastError } from '../script.js';
 
@@ -152,7 +153,7 @@ export class Notifier {
   #closed = false;
 
   constructor(
-    private readonly transport: RedisTransport,
+    private readonly transport: Store,
     private readonly sharded: boolean,
     private readonly timeoutMs: number,
   ) {}

@@ -6,6 +6,7 @@
 import type { Core } from '../core.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { didNotRun } from '../script.js';
+import { pauseAfter, POLL_BACKOFF } from './backoff.js';
 import { now } from './clock.js';
 import { LateGrant } from './hold.js';
 import type { Listener } from './notifier.js';
@@ -91,6 +92,7 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
   const deadline = timeout === undefined ? Infinity : now() + timeout;
   let listener: Listener | undefined;
   let gaveUp = true;
+  let polls = 0;
   try {
     if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
       listener = await core.notifier.listen(opts.channel, opts.tag);
@@ -120,7 +122,9 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
         listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping
       }
-      const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now());
+      // a store that cannot wake waiters (see `Store.polling`) is polled, with the one backoff policy
+      const poll = core.store.polling ? pauseAfter(POLL_BACKOFF, ++polls) : Infinity;
+      const sleep = Math.min(result.retryInMs < 0 ? Infinity : Math.max(1, result.retryInMs), deadline - now(), poll);
       const woken = await listener.wait(sleep, signal);
       const payload = woken && opts.onPayload ? listener.takePayload() : undefined;
       const prize = payload === undefined ? undefined : opts.onPayload?.(payload);

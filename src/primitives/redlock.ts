@@ -142,7 +142,10 @@ interface Settings {
 
 /** Turns a node given by the user into a transport (a `Holdfast` lends its transport). */
 function nodeTransport(redis: unknown): RedisTransport {
-  return redis instanceof Holdfast ? redis.core.transport : toTransport(redis);
+  if (!(redis instanceof Holdfast)) return toTransport(redis);
+  const transport = redis.core.store.transport;
+  if (!transport) throw new TypeError(`a Redlock runs on independent Redis servers: a holdfast client on ${redis.core.store.kind} cannot be one of its nodes`);
+  return transport;
 }
 
 /**
