@@ -4,8 +4,9 @@
  *
  * 1. Independent names: acquire + release on a fresh name (`order:<n>`), 1, 64 and 256 in flight, each contender on
  *    its own `pg.Pool` of 10 connections and in its own schema. Rounds interleave the contenders (order rotated each
- *    round, reversed on odd ones: `roundOrder` of bench/independent-keys.ts); a contender's ratio to the floor is, per
- *    round, its cycles/s ÷ the floor's in the same round and depth, median over rounds.
+ *    round, reversed on odd ones: `roundOrder` of bench/independent-keys.ts) with a floor segment before the first and
+ *    after each one; a contender's ratio to the floor is, per round, its cycles/s ÷ the mean of the floor segments just
+ *    before and after it, median over rounds (as bench/independent-keys.ts does for Redis).
  * 2. Wake-up: a holder holds a name, a second client of the same contender waits for it with the library's own
  *    waiting at its defaults, the holder releases after a random 20–320 ms; the time from the release's return to the
  *    waiter's grant. Holder and waiter are separate clients (separate pools), as two services would be.
@@ -306,16 +307,24 @@ interface Running {
 async function independentNames(running: Running[]): Promise<void> {
   // warm-up: every connection of each pool opened, statements prepared, JIT warm
   for (const r of running) await segment((name) => r.instance.cycle(name), POOL_SIZE * 4, Math.min(500, SEGMENT_MS));
+  const floorRun = running.find((r) => r.contender === floor);
+  if (!floorRun) throw new Error('the floor did not set up: no ratios without it');
+  const run = async (r: Running, depth: number): Promise<Segment> => {
+    const s = await segment((name) => r.instance.cycle(name), depth, SEGMENT_MS);
+    r.segments.get(depth)?.push(s);
+    return s;
+  };
   for (let round = 0; round < ROUNDS; round++) {
     for (const depth of DEPTHS) {
-      const inRound = new Map<Running, Segment>();
-      for (const r of roundOrder(running, round)) {
-        const s = await segment((name) => r.instance.cycle(name), depth, SEGMENT_MS);
-        inRound.set(r, s);
-        r.segments.get(depth)?.push(s);
+      // as in bench/independent-keys.ts: the floor between every two contenders, each one's ratio to the mean of the
+      // floor just before and just after it, so a burst of load from elsewhere moves both sides of a ratio alike
+      let before = await run(floorRun, depth);
+      for (const r of roundOrder(running.filter((x) => x !== floorRun), round)) {
+        const own = await run(r, depth);
+        const after = await run(floorRun, depth);
+        r.ratios.get(depth)?.push(own.cyclesPerSec / ((before.cyclesPerSec + after.cyclesPerSec) / 2));
+        before = after;
       }
-      const floorSegment = [...inRound.entries()].find(([r]) => r.contender === floor)?.[1];
-      for (const [r, s] of inRound) r.ratios.get(depth)?.push(s.cyclesPerSec / (floorSegment?.cyclesPerSec ?? NaN));
     }
     progress(`independent names: round ${round + 1}/${ROUNDS} done`);
   }
@@ -446,8 +455,8 @@ async function main(): Promise<void> {
     log('## Independent names: acquire + release on a fresh name, N in flight\n');
     log(
       `Each contender: one pg.Pool of ${POOL_SIZE} connections and its own schema; each in-flight loop takes a fresh name (\`order:<n>\`) every cycle, so nothing is contended. ` +
-        `${ROUNDS} interleaved rounds of ${fmt(SEGMENT_MS)} ms per contender and depth (order rotated each round, reversed on odd rounds); cycles/s: median over rounds. ` +
-        '× floor: median over rounds of (cycles/s ÷ the floor\'s cycles/s in the same round and depth), with its interquartile range.\n',
+        `${ROUNDS} interleaved rounds of ${fmt(SEGMENT_MS)} ms per contender and depth (order rotated each round, reversed on odd rounds), a floor segment before the first contender and after each one; cycles/s: median over segments. ` +
+        '× floor: median over rounds of (cycles/s ÷ the mean cycles/s of the floor segments run just before and just after it), with its interquartile range.\n',
     );
     for (const depth of DEPTHS) {
       log(`### ${depth} in flight\n`);
