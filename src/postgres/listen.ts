@@ -25,6 +25,9 @@ export interface ListenClient {
   end(): Promise<unknown>;
 }
 
+/** How long a registration lives unless refreshed (it is refreshed every third of it while the connection lives). */
+const REGISTRATION_TTL_MS = 30_000;
+
 /** How long a probe notification may take to come back before the channel is judged deaf. */
 const PROBE_MS = 2000;
 
@@ -36,6 +39,10 @@ export class PgListener implements RedisSubscriber {
   /** True while nothing can be delivered (deaf, or reconnecting). */
   polling = false;
   #probe: { id: string; arrived: () => void } | undefined;
+  /** This connection's id in the registrations (see `subscribe`). */
+  readonly #id = randomBytes(12).toString('base64url');
+  #refresh: NodeJS.Timeout | undefined;
+  #deafened = false;
 
   constructor(
     private readonly pool: { query(text: string, values?: unknown[]): Promise<unknown>; readonly Client?: new (options: unknown) => ListenClient; readonly options?: unknown },
@@ -106,6 +113,9 @@ export class PgListener implements RedisSubscriber {
 
   #deaf(why: string): void {
     this.polling = true;
+    this.#deafened = true;
+    if (this.#refresh) clearInterval(this.#refresh);
+    this.pool.query(`SELECT ${quoteIdent(this.schema)}.listener_drop($1, $2)`, [this.#id, []]).catch(() => {});
     this.onDeaf(why);
   }
 
@@ -145,20 +155,34 @@ export class PgListener implements RedisSubscriber {
     })();
   }
 
+  /**
+   * Listens on `channel`: once `LISTEN` runs, the channel is registered (see `listener` in sql/base.sql), so that
+   * operations on it notify; resolves once registered, so that the waiter's next attempt cannot miss a wake-up.
+   */
   async subscribe(channel: string): Promise<void> {
     this.#channels.add(channel);
     await this.start();
+    if (this.polling && this.#deafened) return;
+    await this.pool.query(`SELECT ${quoteIdent(this.schema)}.listener_add($1, $2, $3)`, [this.#id, [channel], REGISTRATION_TTL_MS]);
+    this.#refresh ??= setInterval(() => {
+      this.pool.query(`SELECT ${quoteIdent(this.schema)}.listener_add($1, $2, $3)`, [this.#id, [], REGISTRATION_TTL_MS]).catch(() => {});
+    }, REGISTRATION_TTL_MS / 3);
+    this.#refresh.unref();
   }
 
-  unsubscribe(channel: string): Promise<void> {
+  async unsubscribe(channel: string): Promise<void> {
     this.#channels.delete(channel);
-    return Promise.resolve();
+    await this.pool.query(`SELECT ${quoteIdent(this.schema)}.listener_drop($1, $2)`, [this.#id, [channel]]).catch(() => {});
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#refresh) clearInterval(this.#refresh);
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch(() => {});
+    await Promise.all([
+      client?.end().catch(() => {}),
+      this.pool.query(`SELECT ${quoteIdent(this.schema)}.listener_drop($1, $2)`, [this.#id, []]).catch(() => {}),
+    ]);
   }
 }

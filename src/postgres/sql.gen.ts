@@ -47,9 +47,47 @@ CREATE OR REPLACE FUNCTION @schema.serialize(key text) RETURNS void LANGUAGE sql
   SELECT pg_advisory_xact_lock(hashtextextended($1, 0))
 $$;
 
--- A wake-up for the waiters on \`channel\` (delivered at commit, to every client LISTENing on the schema's channel).
-CREATE OR REPLACE FUNCTION @schema.notify(channel text, message text) RETURNS void LANGUAGE sql VOLATILE AS $$
-  SELECT pg_notify(@channel, $2 || ' ' || $1)
+-- Who listens on which channel: a listening connection registers each channel it waits on (and refreshes its rows
+-- while it lives). A wake-up is sent only when someone listens: a transaction that NOTIFYs holds a database-wide lock
+-- through its commit, so notifying transactions commit one at a time, and a release nobody waits for must not pay that.
+CREATE TABLE IF NOT EXISTS @schema.listener (
+  channel text NOT NULL,
+  id text NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (channel, id)
+);
+CREATE INDEX IF NOT EXISTS listener_id ON @schema.listener (id);
+
+-- A wake-up for the waiters on \`channel\` (delivered at commit, to every client LISTENing on the schema's channel),
+-- when anyone listens on it. A waiter registers before its next attempt, and every operation on a name runs after the
+-- one before it (see serialize): an operation that missed a registration ran before that attempt, which then sees it.
+CREATE OR REPLACE FUNCTION @schema.notify(channel text, message text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM @schema.listener l WHERE l.channel = $1 AND l.expires_at > @schema.now_ms()) THEN
+    PERFORM pg_notify(@channel, $2 || ' ' || $1);
+  END IF;
+END
+$$;
+
+-- A listening connection's channels: \`id\` registers \`channels\` (or refreshes every row of its own when none are
+-- given) for \`ttl\` ms; expired rows go.
+CREATE OR REPLACE FUNCTION @schema.listener_add(id_ text, channels text[], ttl bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint := @schema.now_ms();
+BEGIN
+  IF cardinality(channels) = 0 THEN
+    UPDATE @schema.listener SET expires_at = now_ + ttl WHERE listener.id = id_;
+    DELETE FROM @schema.listener l WHERE (l.channel, l.id) IN (SELECT channel, id FROM @schema.listener WHERE expires_at <= now_ LIMIT 1000) AND l.expires_at <= now_;
+  ELSE
+    INSERT INTO @schema.listener AS l (channel, id, expires_at) SELECT c, id_, now_ + ttl FROM unnest(channels) AS c
+    ON CONFLICT (channel, id) DO UPDATE SET expires_at = excluded.expires_at;
+  END IF;
+END
+$$;
+
+-- Drops \`id\`'s registration of \`channels\` (every one of its channels when none are given).
+CREATE OR REPLACE FUNCTION @schema.listener_drop(id_ text, channels text[]) RETURNS void LANGUAGE sql VOLATILE AS $$
+  DELETE FROM @schema.listener l WHERE l.id = $1 AND (cardinality($2) = 0 OR l.channel = ANY ($2))
 $$;
 
 -- The last token minted (0 before the first): at least every token handed out so far.
@@ -282,7 +320,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "e6a6e64b429c1242";
+export const SQL_REVISION = "f16e44a55910b906";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
 export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);
