@@ -6,6 +6,8 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Holdfast, type HoldfastOptions } from '../../src/index.js';
 import { memoryRedis, memoryStore, serveMemoryStore, type MemoryRedis, type MemoryStore } from '../../src/memory/index.js';
+import type pg from 'pg';
+import { openPool } from './postgres.js';
 
 // GLIDE's core logs every error reply (a NOSCRIPT, a refused acquisition…) as a warning on stdout
 Logger.setLoggerConfig('error');
@@ -28,7 +30,13 @@ export function glideAddress(url: string): { host: string; port: number } {
 }
 
 export interface AdapterCase {
-  name: 'ioredis' | 'node-redis' | 'glide' | 'memory';
+  name: 'ioredis' | 'node-redis' | 'glide' | 'memory' | 'postgres';
+  /**
+   * The PostgreSQL store (a node-postgres pool on the machine's PostgreSQL, one schema per suite): no Redis. A test
+   * that needs Redis itself (a redis-server to pause, a raw Redis probe, a Redis-only primitive) says so by name
+   * (`ctx.requireRedis(t, why)`, or the suite's `notOnPostgres`), and is reported as skipped with that reason.
+   */
+  readonly postgres?: boolean;
   /**
    * The in-process backend (holdfast/memory): no redis-server, no second process, no network. A test that needs one
    * of those says so by name (`ctx.requireServer(t, why)` in the suites), and is reported as skipped with that reason.
@@ -95,7 +103,26 @@ const all: AdapterCase[] = [
       await (client as MemoryRedis).close();
     },
   },
+  {
+    name: 'postgres',
+    postgres: true,
+    async connect(url) {
+      return openPool(postgresUrlOf(url).url, 10);
+    },
+    async disconnect(client) {
+      await (client as pg.Pool).end().catch(() => {});
+    },
+  },
 ];
+
+/** A suite "server" of the postgres adapter: the server's URL with the suite's schema (`…?holdfast_schema=<name>`). */
+export function postgresUrlOf(url: string): { url: string; schema: string } {
+  const u = new URL(url);
+  const schema = u.searchParams.get('holdfast_schema');
+  if (!schema) throw new Error(`not a postgres adapter URL (no holdfast_schema): ${url}`);
+  u.searchParams.delete('holdfast_schema');
+  return { url: u.toString(), schema };
+}
 
 /** The memory adapter's stores, by URL (see {@link openMemoryStore}). */
 const memoryStores = new Map<string, MemoryStore>();
@@ -152,7 +179,7 @@ export const adapters: AdapterCase[] = ((): AdapterCase[] => {
  * The adapter of the tests that are not per adapter and need a redis-server (across processes, a server of their
  * own): the first selected one that reaches a server, else ioredis (when only the in-process adapter is selected).
  */
-export const serverAdapter: AdapterCase = adapters.find((a) => !a.inProcess) ?? all[0]!;
+export const serverAdapter: AdapterCase = adapters.find((a) => !a.inProcess && !a.postgres) ?? all[0]!;
 
 /** Every adapter, whatever `HOLDFAST_ADAPTERS` says (for fixtures that look one up by name). */
 export const allAdapters: readonly AdapterCase[] = all;
@@ -164,7 +191,10 @@ export async function makeHoldfast(
   options: Omit<HoldfastOptions, 'redis'> = {},
 ): Promise<{ holdfast: Holdfast; redis: unknown; dispose: () => Promise<void> }> {
   const redis = await adapter.connect(url);
-  const holdfast = new Holdfast({ redis, prefix: `t${Math.random().toString(36).slice(2, 8)}:`, ...options });
+  const prefix = `t${Math.random().toString(36).slice(2, 8)}:`;
+  const holdfast = adapter.postgres
+    ? new Holdfast({ postgres: redis, schema: postgresUrlOf(url).schema, prefix, ...options })
+    : new Holdfast({ redis, prefix, ...options });
   return {
     holdfast,
     redis,

@@ -7,6 +7,7 @@ import { after, before, describe, type TestContext } from 'node:test';
 import type { Holdfast, HoldfastOptions } from '../../src/index.js';
 import { adapters, makeHoldfast, openMemoryStore, type AdapterCase, type OpenedMemoryStore } from './clients.js';
 import { RedisServer, type RedisServerOptions } from './redis-server.js';
+import { createTestSchema, dropSchema, POSTGRES_URL } from './postgres.js';
 
 /** Waits `ms` milliseconds (real time). */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -34,6 +35,11 @@ export interface SuiteContext {
    * same data; replicas; a network). `if (!ctx.requireServer(t, 'pauses the server')) return;`
    */
   requireServer(t: TestContext, why: string): boolean;
+  /**
+   * False, and the test reported as skipped with `why`, on the postgres adapter: for a test that needs Redis itself
+   * (a raw Redis probe or command, a Redis-only option). `if (!ctx.requireRedis(t, 'reads the key with GET')) return;`
+   */
+  requireRedis(t: TestContext, why: string): boolean;
   /** The suite's redis-server (started before the first test); the first of `servers`. */
   readonly server: RedisServer;
   /** Every redis-server of the suite: one, or `options.servers` of them (e.g. the independent nodes of a Redlock). */
@@ -57,6 +63,11 @@ export interface SuiteOptions {
    * in-process adapter the suite is reported as skipped with this reason instead of run.
    */
   requiresServer?: string;
+  /**
+   * Why the whole suite does not apply on PostgreSQL (a Redis-only primitive, or what it tests is Redis' own): on the
+   * postgres adapter it is reported as skipped with this reason instead of run.
+   */
+  notOnPostgres?: string;
   /** The `describe`'s `concurrency` (node:test), e.g. `true` to run the suite's tests at the same time. */
   concurrency?: boolean | number;
 }
@@ -77,6 +88,16 @@ function servedStore(store: OpenedMemoryStore, adapter: string): RedisServer {
   }) as RedisServer;
 }
 
+/** The postgres adapter's suite "server": no redis-server behind it; any use throws, naming the way out. */
+function noRedisServer(adapter: string): RedisServer {
+  return new Proxy({}, {
+    get(_target, key) {
+      if (key === 'then' || typeof key === 'symbol') return undefined;
+      throw new Error(`the ${adapter} adapter has no redis-server (server.${String(key)}): a test that needs one starts with ctx.requireServer(t, why) or ctx.requireRedis(t, why)`);
+    },
+  }) as RedisServer;
+}
+
 /**
  * Runs `body` once per client adapter (ioredis, node-redis, GLIDE, and the in-process memory backend), as
  * `describe(\`${title} (${adapter})\`)`. `HOLDFAST_ADAPTERS` selects some (see clients.ts).
@@ -87,10 +108,16 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
       void describe(`${title} (${adapter.name})`, { skip: `not in one process: ${options.requiresServer}` }, () => {});
       continue;
     }
+    const notOnPostgres = options.notOnPostgres ?? (options.requiresServer === undefined ? undefined : `needs a redis-server: ${options.requiresServer}`);
+    if (adapter.postgres && notOnPostgres !== undefined) {
+      void describe(`${title} (${adapter.name})`, { skip: `not on PostgreSQL: ${notOnPostgres}` }, () => {});
+      continue;
+    }
     void describe(`${title} (${adapter.name})`, options.concurrency === undefined ? {} : { concurrency: options.concurrency }, () => {
       let servers: RedisServer[] = [];
       let urls: string[] = [];
       let stores: OpenedMemoryStore[] = [];
+      let schemas: string[] = [];
       let main: Opened | undefined;
       const opened: Opened[] = [];
       const ctx: SuiteContext = {
@@ -100,6 +127,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
         },
         get servers(): readonly RedisServer[] {
           if (adapter.inProcess) return stores.map((s) => servedStore(s, adapter.name));
+          if (adapter.postgres) return schemas.map(() => noRedisServer(adapter.name));
           if (servers.length === 0) throw new Error('the suite server is not started yet: use it inside a test or a before hook');
           return servers;
         },
@@ -108,8 +136,17 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
           return urls;
         },
         requireServer(t, why) {
+          if (adapter.postgres) {
+            t.skip(`not on PostgreSQL: needs a redis-server: ${why}`);
+            return false;
+          }
           if (!adapter.inProcess) return true;
           t.skip(`not in one process: ${why}`);
+          return false;
+        },
+        requireRedis(t, why) {
+          if (!adapter.postgres) return true;
+          t.skip(`not on PostgreSQL: ${why}`);
           return false;
         },
         get holdfast(): Holdfast {
@@ -128,6 +165,13 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
         if (adapter.inProcess) {
           stores = await Promise.all(Array.from({ length: count }, () => openMemoryStore()));
           urls = stores.map((s) => s.url);
+        } else if (adapter.postgres) {
+          schemas = Array.from({ length: count }, () => createTestSchema(title));
+          urls = schemas.map((schema) => {
+            const u = new URL(POSTGRES_URL);
+            u.searchParams.set('holdfast_schema', schema);
+            return u.toString();
+          });
         } else {
           servers = await Promise.all(Array.from({ length: count }, () => RedisServer.start(options.server)));
           urls = servers.map((s) => s.url);
@@ -141,6 +185,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
         await Promise.allSettled(opened.map((o) => o.dispose()));
         await Promise.all(servers.map((s) => s.stop()));
         await Promise.all(stores.map((s) => s.close()));
+        await Promise.all(schemas.map((schema) => dropSchema(schema)));
       });
     });
   }
