@@ -17,8 +17,11 @@ import { spawnWorker, waitForExit, waitForLine } from '../support/process.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
+import { kvOf } from '../support/kv.js';
 import { scripts } from '../../src/lua/scripts.gen.js';
 import { Redis } from 'ioredis';
+import type pg from 'pg';
+import { postgresUrlOf } from '../support/clients.js';
 
 const worker = fileURLToPath(new URL('./fixtures/lock-worker.ts', import.meta.url));
 
@@ -309,21 +312,38 @@ describeEachAdapter('Lock', (ctx) => {
 
   test('a release whose reply was lost is retried and reports the first result', async () => {
     const { redis, dispose } = await ctx.open();
-    const base = toTransport(redis);
     let dropNextRelease = 0;
-    const flaky: RedisTransport = {
-      ...base,
-      kind: 'flaky',
-      async evalsha(sha, keys, args) {
-        const reply = await base.evalsha(sha, keys, args);
-        if (dropNextRelease > 0 && keys[1]?.includes(':rel:')) {
+    let holdfastOptions: ConstructorParameters<typeof Holdfast>[0];
+    if (ctx.adapter.postgres) {
+      // the pool runs the statement, then reports the connection lost
+      const pool = redis as pg.Pool;
+      const query = async (text: string, values?: unknown[]): Promise<unknown> => {
+        const reply = await pool.query(text, values);
+        if (dropNextRelease > 0 && text.includes('lock_release') && JSON.stringify(values?.[0]).includes(':rel:')) {
           dropNextRelease--;
-          throw new Error('Connection is closed.'); // the script ran, the reply never arrived
+          throw new Error('Connection terminated unexpectedly');
         }
         return reply;
-      },
-    };
-    const holdfast = new Holdfast({ redis: flaky, prefix: `flaky${ctx.adapter.name}:` });
+      };
+      const flakyPool = new Proxy(pool, { get: (target, key) => (key === 'query' ? query : Reflect.get(target, key)) });
+      holdfastOptions = { postgres: flakyPool, schema: postgresUrlOf(ctx.urls[0]!).schema, prefix: `flaky${ctx.adapter.name}:` };
+    } else {
+      const base = toTransport(redis);
+      const flaky: RedisTransport = {
+        ...base,
+        kind: 'flaky',
+        async evalsha(sha, keys, args) {
+          const reply = await base.evalsha(sha, keys, args);
+          if (dropNextRelease > 0 && keys[1]?.includes(':rel:')) {
+            dropNextRelease--;
+            throw new Error('Connection is closed.'); // the script ran, the reply never arrived
+          }
+          return reply;
+        },
+      };
+      holdfastOptions = { redis: flaky, prefix: `flaky${ctx.adapter.name}:` };
+    }
+    const holdfast = new Holdfast(holdfastOptions);
     try {
       const lock = holdfast.lock('retry');
       const outer = await lock.acquire({ owner: 'retry-owner' });
@@ -361,17 +381,17 @@ describeEachAdapter('Lock', (ctx) => {
   });
 
   test('mutual exclusion across 4 OS processes: a GET/SET counter ends exact (and is not exact without the lock)', async (t) => {
-    if (!ctx.requireServer(t, 'four OS processes share one server: an in-process store is not reachable from another process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'four OS processes share one server: an in-process store is not reachable from another process')) return;
     const prefix = `mx${ctx.adapter.name}:`;
     const run = async (mode: 'lock' | 'none', iterations: number): Promise<number> => {
       const p = `${prefix}${mode}:`;
       // all four start together once each has loaded and connected (a barrier in Redis, not a guessed start time)
-      const workers = Array.from({ length: 4 }, () => spawnWorker(worker, ['counter', ctx.adapter.name, ctx.server.url, p, String(iterations), mode, '4']));
+      const workers = Array.from({ length: 4 }, () => spawnWorker(worker, ['counter', ctx.adapter.name, ctx.urls[0]!, p, String(iterations), mode, '4']));
       const codes = await Promise.all(workers.map((w) => waitForExit(w, 60_000)));
       assert.deepEqual(codes, [0, 0, 0, 0]);
-      const { holdfast, dispose } = await ctx.open();
+      const { holdfast, redis, dispose } = await ctx.open();
       try {
-        return Number(await holdfast.core.command(['GET', `${p}counter`]));
+        return Number(await kvOf(ctx.adapter, holdfast, redis, ctx.urls[0]!).get(`${p}counter`));
       } finally {
         await dispose();
       }
@@ -382,9 +402,9 @@ describeEachAdapter('Lock', (ctx) => {
   });
 
   test('a kill -9 of the holder frees the lock within its lease', async (t) => {
-    if (!ctx.requireServer(t, 'the holder is another OS process, killed')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'the holder is another OS process, killed')) return;
     const prefix = `kill${ctx.adapter.name}:`;
-    const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.server.url, prefix, 'crash', 'watchdog']);
+    const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.urls[0]!, prefix, 'crash', 'watchdog']);
     await waitForLine(child, /^held /);
     child.kill('SIGKILL');
     const { holdfast, dispose } = await ctx.open({ prefix });
@@ -402,9 +422,17 @@ describeEachAdapter('Lock', (ctx) => {
   });
 
   test('no timer keeps the process alive: a process that holds a lock and returns exits', async (t) => {
-    if (!ctx.requireServer(t, 'the holder is a child OS process connected by URL')) return;
-    const child = spawnWorker(worker, ['exit', ctx.adapter.name, ctx.server.url, `exit${ctx.adapter.name}:`, 'x']);
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'the holder is a child OS process connected by URL')) return;
+    const child = spawnWorker(worker, ['exit', ctx.adapter.name, ctx.urls[0]!, `exit${ctx.adapter.name}:`, 'x']);
     assert.equal(await waitForExit(child, 10_000), 0);
+  });
+
+  test('a process exits after close(), a waiter and its wake-up connection included', async (t) => {
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'the holder is a child OS process connected by URL')) return;
+    const child = spawnWorker(worker, ['close', ctx.adapter.name, ctx.urls[0]!, `close${ctx.adapter.name}:`, 'x']);
+    const line = waitForLine(child, /^waiter /);
+    assert.equal(await waitForExit(child, 10_000), 0);
+    assert.match(await line, /waiter closed/);
   });
 });
 
