@@ -8,6 +8,14 @@ import type { Holdfast, HoldfastOptions } from '../../src/index.js';
 import { adapters, makeHoldfast, openMemoryStore, type AdapterCase, type OpenedMemoryStore } from './clients.js';
 import { RedisServer, type RedisServerOptions } from './redis-server.js';
 import { createTestSchema, dropSchema, POSTGRES_URL } from './postgres.js';
+import { PgBouncer } from './pgbouncer.js';
+
+/**
+ * `HOLDFAST_POSTGRES_VIA=pgbouncer`: the postgres adapter reaches PostgreSQL through a PgBouncer in transaction mode
+ * (one per suite), where LISTEN cannot work and waiters poll (test/postgres/pgbouncer-suites.test.ts runs the lock and
+ * semaphore suites so).
+ */
+const VIA_PGBOUNCER = process.env.HOLDFAST_POSTGRES_VIA?.trim() === 'pgbouncer';
 
 /** Waits `ms` milliseconds (real time). */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -118,6 +126,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
       let urls: string[] = [];
       let stores: OpenedMemoryStore[] = [];
       let schemas: string[] = [];
+      let bouncer: PgBouncer | undefined;
       let main: Opened | undefined;
       const opened: Opened[] = [];
       const ctx: SuiteContext = {
@@ -167,8 +176,9 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
           urls = stores.map((s) => s.url);
         } else if (adapter.postgres) {
           schemas = Array.from({ length: count }, () => createTestSchema(title));
+          if (VIA_PGBOUNCER) bouncer = await PgBouncer.start({ poolMode: 'transaction', maxClientConn: 500, defaultPoolSize: 10 });
           urls = schemas.map((schema) => {
-            const u = new URL(POSTGRES_URL);
+            const u = new URL(bouncer?.url ?? POSTGRES_URL);
             u.searchParams.set('holdfast_schema', schema);
             return u.toString();
           });
@@ -185,6 +195,7 @@ export function describeEachAdapter(title: string, body: (ctx: SuiteContext) => 
         await Promise.allSettled(opened.map((o) => o.dispose()));
         await Promise.all(servers.map((s) => s.stop()));
         await Promise.all(stores.map((s) => s.close()));
+        await bouncer?.stop();
         await Promise.all(schemas.map((schema) => dropSchema(schema)));
       });
     });

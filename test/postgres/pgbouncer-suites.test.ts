@@ -1,0 +1,44 @@
+/**
+ * The lock and semaphore suites once more on PostgreSQL, through a PgBouncer in transaction mode: every operation is
+ * one statement, so it works through a transaction pooler; LISTEN cannot (the bouncer hands the listening server
+ * connection to others), so holdfast finds that out, says so once (a `POLLING` warning) and its waiters poll. Each
+ * suite runs in a child process (HOLDFAST_ADAPTERS=postgres, HOLDFAST_POSTGRES_VIA=pgbouncer: see test/support/suite.ts).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Runs `file` under node's test runner with `env` added; resolves its exit code, TAP counts and output. */
+function runSuite(file: string, env: Record<string, string>): Promise<{ code: number | null; pass: number; fail: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-timeout=400000', file], {
+      cwd: ROOT,
+      // without NODE_TEST_CONTEXT, which would make the child report to this runner instead of printing its summary
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('exit', (code) => {
+      const count = (what: string): number => Number(new RegExp(`^# ${what} (\\d+)$`, 'm').exec(output)?.[1] ?? -1);
+      resolve({ code, pass: count('pass'), fail: count('fail'), output });
+    });
+  });
+}
+
+void describe('through PgBouncer in transaction mode (waiters poll)', { concurrency: false }, () => {
+  for (const file of ['test/primitives/lock.test.ts', 'test/primitives/semaphore.test.ts']) {
+    it(`${file} passes, and holdfast says once that its waiters poll`, async () => {
+      const run = await runSuite(file, { HOLDFAST_ADAPTERS: 'postgres', HOLDFAST_POSTGRES_VIA: 'pgbouncer' });
+      const failures = run.output.split('\n').filter((line) => /^\s*not ok /.test(line));
+      assert.equal(run.fail, 0, `failures:\n${failures.join('\n')}\n${run.output.slice(-4000)}`);
+      assert.equal(run.code, 0);
+      assert.ok(run.pass >= 10, `the suite ran (${run.pass} passed)`);
+      assert.match(run.output, /waiters poll instead of being woken by NOTIFY/, 'the POLLING warning was given');
+    });
+  }
+});
