@@ -135,6 +135,9 @@ const OPTION_KEYS = [
 ] as const;
 const EVICTION_POLICIES = ['warn', 'refuse', 'ignore'] as const;
 
+/** What {@link Holdfast.store} tells. */
+export type StoreInfo = { kind: 'redis' } | { kind: 'postgres'; schema: string; wakeups: 'notify' | 'polling' };
+
 /** Events a {@link Holdfast} client emits. */
 export interface HoldfastEvents {
   /** A held lock was lost (its `signal` aborted with the same error). */
@@ -227,6 +230,18 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
       },
     );
     this.#label = label === undefined ? undefined : new LabelAnnouncer(this.core, label);
+  }
+
+  /**
+   * Which store this client runs on, and, on PostgreSQL, its schema and how its waiters are woken: `notify`
+   * (`LISTEN`/`NOTIFY`) or `polling` (no listening connection can hear: a transaction-mode pooler, or `listen: false`;
+   * the `warning` event says so once, with code `POLLING`). Wake-ups are known to work once a waiter's first
+   * subscription has been checked: until then a store that listens says `notify`.
+   */
+  get store(): StoreInfo {
+    const store = this.core.store;
+    if (store instanceof PostgresStore) return { kind: 'postgres', schema: store.schema, wakeups: store.wakeups };
+    return { kind: 'redis' };
   }
 
   /** This client's `label` option, or `undefined`. */

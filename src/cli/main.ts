@@ -14,10 +14,11 @@ import { dashboardCommand } from './dashboard.js';
 import { execCommand } from './exec.js';
 import { inspectCommand, listCommand, unlockCommand } from './inspect.js';
 import { jobsCommand } from './jobs.js';
+import { migrateCommand } from './migrate.js';
 
 const HELP = `Usage: holdfast <command> [options]
 
-Distributed locks on Redis, from the shell.
+Distributed locks on Redis (and PostgreSQL), from the shell.
 
 Commands:
   exec <lock> -- <cmd…>    run a command while holding a lock (flock across machines); the fencing token is in
@@ -29,6 +30,7 @@ Commands:
   jobs                     run-once jobs: last tick run, by which instance, how long, errors, running now
   dashboard                a live web page of the locks under a prefix (read-only unless --allow-unlock)
   demo                     five common Redis lock schemes and holdfast, side by side under faults
+  migrate                  install or upgrade holdfast's schema in PostgreSQL (or --print its SQL)
 
 Run \`holdfast <command> --help\` for a command's options and examples.
 Redis: --url, else $REDIS_URL, else redis://127.0.0.1:6379 (password in the URL, $REDISCLI_AUTH or
@@ -48,6 +50,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
   jobs: jobsCommand,
   dashboard: dashboardCommand,
   demo: demoCommand,
+  migrate: migrateCommand,
   __demo_worker: demoWorker,
 };
 

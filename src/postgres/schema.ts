@@ -101,3 +101,48 @@ export function cannotInstall(schema: string, cause: unknown): ScriptError {
     { cause },
   );
 }
+
+/** What {@link migratePostgres} found and did. */
+export interface MigrationResult {
+  /** The schema. */
+  schema: string;
+  /** True when it installed or upgraded the schema; false when it was up to date. */
+  installed: boolean;
+  /** The layout version now in the schema. */
+  version: number;
+  /** The revision (a hash of holdfast's SQL) now in the schema. */
+  revision: string;
+}
+
+/**
+ * Installs or upgrades holdfast's PostgreSQL schema now, as a client does on first use: for teams that run their
+ * migrations ahead of a deploy, or give the application's role no right to create anything (see the PostgreSQL
+ * guide). Idempotent; safe to run from many processes at once.
+ * @param pool a node-postgres `Pool` (or `Client`) connected with a role that may create the schema
+ * @param options.schema the schema's name @default "holdfast"
+ */
+export async function migratePostgres(pool: Queryable & { connect?(): Promise<Queryable & { release(): void }> }, options: { schema?: string } = {}): Promise<MigrationResult> {
+  const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
+  let installed: boolean;
+  if (typeof pool.connect === 'function' && !('release' in pool)) {
+    const client = await pool.connect();
+    try {
+      installed = await installSchema(client, schema);
+    } finally {
+      client.release();
+    }
+  } else {
+    installed = await installSchema(pool, schema);
+  }
+  const now = await installedVersion(pool, schema);
+  return { schema, installed, version: now?.version ?? SCHEMA_VERSION, revision: now?.revision ?? SQL_REVISION };
+}
+
+/**
+ * holdfast's PostgreSQL schema as SQL, for review or for a migration tool: every table and function, and the version
+ * row. Running it is what {@link migratePostgres} does (within one transaction).
+ * @param schema the schema's name @default "holdfast"
+ */
+export function postgresSchemaSql(schema: string = DEFAULT_SCHEMA): string {
+  return schemaSql(checkSchemaName(schema, 'schema'));
+}

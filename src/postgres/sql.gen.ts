@@ -5,8 +5,8 @@ export const SQL_FILES: readonly { readonly file: string; readonly source: strin
   {
     file: "base.sql",
     source: `-- What every family of operations shares: the schema's version, the store's clock, wake-ups, release markers and the
--- fencing sequence. \`@schema\` is replaced by the quoted schema name, \`@channel\` by the quoted name of the
--- notification channel (the schema's name): see src/postgres/schema.ts.
+-- fencing sequence. When installed, the schema's quoted name stands for the at-schema marker below, and the name of
+-- its notification channel (the schema's name, as a string) for the at-channel marker: see src/postgres/schema.ts.
 --
 -- Every operation is one function \`<family>_<op>(k text[], a text[]) RETURNS jsonb\`, named after the Redis script of
 -- the same operation (\`lock/acquire\` → \`lock_acquire\`), with the same keys, arguments and reply: \`k\` are the names of
@@ -320,7 +320,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "f16e44a55910b906";
+export const SQL_REVISION = "86d7e372883e785e";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
 export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);

@@ -1,6 +1,6 @@
 -- What every family of operations shares: the schema's version, the store's clock, wake-ups, release markers and the
--- fencing sequence. `@schema` is replaced by the quoted schema name, `@channel` by the quoted name of the
--- notification channel (the schema's name): see src/postgres/schema.ts.
+-- fencing sequence. When installed, the schema's quoted name stands for the at-schema marker below, and the name of
+-- its notification channel (the schema's name, as a string) for the at-channel marker: see src/postgres/schema.ts.
 --
 -- Every operation is one function `<family>_<op>(k text[], a text[]) RETURNS jsonb`, named after the Redis script of
 -- the same operation (`lock/acquire` → `lock_acquire`), with the same keys, arguments and reply: `k` are the names of
