@@ -2,11 +2,13 @@
 // No import circle in src/, type imports included: a module imports only modules on a floor below it, so a type that
 // several floors need lives on a floor below all of them. Reads every src/**/*.ts (or the directory given as the first
 // argument), takes each relative specifier of `import ... from`, `import type ... from`, `import '...'`,
-// `export ... from` (`export type` too) and `import('...')` with a literal specifier, resolves it (`.js` → `.ts`, a
+// `export ... from` (`export type` too) and `import('...')` with a literal specifier (read by TypeScript's import
+// scanner, so that comments and strings do not count), resolves it (`.js` → `.ts`, a
 // directory → its index.ts), finds the strongly connected components of that graph (Tarjan) and prints each one of
-// more than one file, or a file that imports itself. Exits 1 when there is any; plain Node, no dependency.
+// more than one file, or a file that imports itself. Exits 1 when there is any. Plain Node: no build, no new dependency.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 
 const root = resolve(process.argv[2] ?? 'src');
 const cwd = process.cwd();
@@ -19,46 +21,12 @@ function* walk(dir) {
   }
 }
 
-/** Comments out of the way (their text may show an `import ... from`), strings and template literals kept. */
-function stripComments(text) {
-  let out = '';
-  for (let i = 0; i < text.length; ) {
-    const c = text[i];
-    const next = text[i + 1];
-    if (c === '/' && next === '/') {
-      while (i < text.length && text[i] !== '\n') i++;
-    } else if (c === '/' && next === '*') {
-      const end = text.indexOf('*/', i + 2);
-      const stop = end === -1 ? text.length : end + 2;
-      out += text.slice(i, stop).replace(/[^\n]/g, ' ');
-      i = stop;
-    } else if (c === "'" || c === '"' || c === '`') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== c) j += text[j] === '\\' ? 2 : 1;
-      out += text.slice(i, j + 1);
-      i = j + 1;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
-const SPECIFIERS = [
-  // import x from '...'; import type { X } from '...'; export { x } from '...'; export type * from '...'
-  /\b(?:import|export)\s+(?:type\s+)?[^'";]*?\bfrom\s*(['"])([^'"]+)\1/g,
-  // import '...' (side effects only)
-  /\bimport\s*(['"])([^'"]+)\1/g,
-  // import('...'), also in a type position: import('./x.js').X
-  /\bimport\s*\(\s*(['"`])([^'"`$]+)\1\s*\)/g,
-];
-
+/**
+ * Every module specifier of a file: TypeScript's own import scanner (typescript is already a dev dependency; a regular
+ * expression would take an import in a comment or a string for one, or miss `import('./x.js').T` in a type).
+ */
 function specifiers(text) {
-  const code = stripComments(text);
-  const found = new Set();
-  for (const pattern of SPECIFIERS) for (const match of code.matchAll(pattern)) found.add(match[2]);
-  return [...found];
+  return ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName);
 }
 
 function resolveSpecifier(from, specifier) {
