@@ -12,6 +12,7 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Cron } from 'croner';
+import { JOB_CLAIM_BACKOFF, pauseAfter } from '../internal/backoff.js';
 import { fingerprint } from '../internal/fingerprint.js';
 import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
@@ -696,7 +697,8 @@ export class ScheduledJob {
   /** `run-latest`: claims a tick that Redis failed to answer for again later, unless the next tick comes first. */
   #retryLater(tick: number, attempt: number): void {
     if (this.missed.missedTicks !== 'run-latest' || this.#stopped) return;
-    const delay = Math.min(30_000, 500 * 2 ** attempt);
+    // `attempt` counts from 0: after the first failed claim, the first pause
+    const delay = pauseAfter(JOB_CLAIM_BACKOFF, attempt + 1);
     if (this.#nextTick !== undefined && Date.now() + delay >= this.#nextTick) return;
     this.#retry = setTimeout(() => {
       // the failed claim's promise settles right after this callback was set: start once it has
