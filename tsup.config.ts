@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { defineConfig } from 'tsup';
+import { ENTRIES as ENTRY_LIST } from './scripts/entries.mjs';
 
 const SRC = resolve('src');
 const CLI = resolve('src/cli');
@@ -26,15 +27,8 @@ const libraryFromBuiltEntry: Plugin = {
   },
 };
 
-const ENTRIES = {
-  index: 'src/index.ts',
-  'zookeeper/index': 'src/zookeeper/index.ts',
-  'integrations/node-cron': 'src/integrations/node-cron.ts',
-  'integrations/cron': 'src/integrations/cron.ts',
-  'integrations/nestjs': 'src/integrations/nestjs.ts',
-  'otel/index': 'src/otel/index.ts',
-  'memory/index': 'src/memory/index.ts',
-};
+/** Every entry point (entries.json): built name under dist/ → source. */
+const ENTRIES = Object.fromEntries(ENTRY_LIST.map((entry) => [entry.out, entry.source]));
 
 // Not minified: Node prints the source line of an uncaught throw and stack frames point into these files, so they stay
 // readable (scripts/package-size.mjs fails on any line over 500 characters).

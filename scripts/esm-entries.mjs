@@ -4,15 +4,22 @@
 // re-exports the CommonJS declarations. One copy of the code serves `import` and `require` alike: the package weighs
 // half as much, and a program that loads holdfast both ways (an ESM app with a CommonJS dependency that uses it) gets
 // one copy of each class, so `instanceof LockLostError` and the diagnostics channels are the same on both sides.
-import { writeFileSync } from 'node:fs';
+// Also writes the package.json of each subpath's folder (`zookeeper/package.json`, …), which resolvers that do not
+// read `exports` use. The entries are those of entries.json (see scripts/entries.mjs).
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
+import { ENTRIES } from './entries.mjs';
 
-const ENTRIES = ['index', 'zookeeper/index', 'integrations/node-cron', 'integrations/cron', 'integrations/nestjs', 'otel/index', 'memory/index'];
 const require = createRequire(import.meta.url);
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
-for (const entry of ENTRIES) {
+for (const { out: entry, folder, folderPackage } of ENTRIES) {
+  // the folder old resolvers (no `exports`) read: derived from the list, checked by test/types/entries.test.ts
+  if (folder !== undefined) {
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(`${folder}/package.json`, JSON.stringify(folderPackage, null, 2) + '\n');
+  }
   const base = `./${entry.slice(entry.lastIndexOf('/') + 1)}.cjs`;
   const names = Object.keys(require(resolve('dist', `${entry}.cjs`))).filter((name) => name !== 'default' && name !== '__esModule').sort();
   const bad = names.filter((name) => !IDENTIFIER.test(name));

@@ -15,6 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { ENTRIES } from './entries.mjs';
 
 const LIMIT = 1_200_000;
 const MAX_LINE = 500;
@@ -81,10 +82,11 @@ try {
   const transport = "{ kind: 'none', evalsha() {}, eval() {}, command() {}, createSubscriber() {} }";
   const probe = (load) => `${load}\nconst h = new Holdfast({ redis: ${transport} });\ntry { h.scheduler().schedule('j', '* * * * *', async () => {}); console.log('scheduled'); } catch (e) { console.log(e.message); }\nvoid h.close();\n`;
   // an entry point whose feature needs its peer (ZooKeeper, OpenTelemetry) may fail to load for that peer only
-  const peerMissing = "/Cannot find (module|package) '(node-zookeeper-client|@opentelemetry\\/api)'/";
-  const others = "['zookeeper', 'cron', 'node-cron', 'nestjs', 'otel']";
-  const esm = probe(`import { Holdfast } from 'holdfast';\nfor (const e of ${others}) { try { await import('holdfast/' + e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
-  const cjs = probe(`const { Holdfast } = require('holdfast');\nfor (const e of ${others}) { try { require('holdfast/' + e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
+  const peers = [...new Set(ENTRIES.flatMap((entry) => (entry.peer === undefined ? [] : [entry.peer])))];
+  const peerMissing = `/Cannot find (module|package) '(${peers.map((peer) => peer.replace(/[/]/g, '\\/')).join('|')})'/`;
+  const others = JSON.stringify(ENTRIES.filter((entry) => entry.folder !== undefined).map((entry) => entry.specifier)).replace(/"/g, "'");
+  const esm = probe(`import { Holdfast } from 'holdfast';\nfor (const e of ${others}) { try { await import(e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
+  const cjs = probe(`const { Holdfast } = require('holdfast');\nfor (const e of ${others}) { try { require(e); } catch (error) { if (!${peerMissing}.test(error.message)) throw error; } }`);
   for (const [name, code] of [['load.mjs', esm], ['load.cjs', cjs]]) {
     writeFileSync(join(app, name), code);
     let said = '';
@@ -101,7 +103,8 @@ try {
   // @types/node as a Node project has it (the repository's copy), and nothing else
   mkdirSync(join(modules, '@types'), { recursive: true });
   symlinkSync(resolve('node_modules/@types/node'), join(modules, '@types', 'node'), 'dir');
-  const entries = ['holdfast', 'holdfast/zookeeper', 'holdfast/cron', 'holdfast/node-cron', 'holdfast/nestjs'];
+  // the entry points whose declarations need no optional peer's types (entries.json: peerTypes)
+  const entries = ENTRIES.filter((entry) => !entry.peerTypes).map((entry) => entry.specifier);
   writeFileSync(join(app, 'check.mts'), entries.map((e, i) => `import * as m${i} from '${e}';\nconsole.log(m${i});\n`).join(''));
   writeFileSync(join(app, 'check.cts'), entries.map((e, i) => `import m${i} = require('${e}');\nconsole.log(m${i});\n`).join(''));
   const tsconfig = { compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false, noEmit: true, types: [] }, files: ['check.mts', 'check.cts'] };

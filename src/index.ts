@@ -93,8 +93,8 @@ export {
 export { CacheLoader, jsonCodec, type Codec, type CacheLoaderOptions, type GetOrLoadOptions, type LoadContext, type Loader } from './recipes/cache-loader.js';
 export { SegmentedStock, MAX_SEGMENTS, type SegmentedStockOptions } from './recipes/segmented-stock.js';
 export { MAX_NAME_BYTES, MAX_DURATION_MS } from './internal/validate.js';
-export { KINDS, KIND_NAMES, type KindEntry, type KindName, type KindState, type KindStore, type HeldKind, type HeldKindEntry, type JobState, type HolderState, type WaiterState } from './kinds.js';
-export { STORED_KINDS, type StoredKind } from './kinds-redis.js';
+export { KINDS, KIND_NAMES, type KindEntry, type KindName, type KindState, type HeldKind, type HeldKindEntry, type JobState, type HolderState, type WaiterState } from './kinds.js';
+export { STORED_KINDS, type KindStore, type StoredKind } from './kinds-redis.js';
 export {
   CHANNELS,
   fingerprint,

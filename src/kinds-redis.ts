@@ -10,8 +10,23 @@ import type { Holdfast } from './holdfast.js';
 import { fingerprint } from './internal/fingerprint.js';
 import { clientIdOf } from './internal/label.js';
 import { Keys } from './keys.js';
-import { KINDS, type HolderState, type KindEntry, type KindName, type KindStore, type WaiterState } from './kinds.js';
+import { KINDS, type HolderState, type KindEntry, type KindName, type KindState, type WaiterState } from './kinds.js';
 import { scripts } from './lua/scripts.gen.js';
+
+/**
+ * How one kind lives in Redis. (Declared here, not in src/kinds.ts: it takes a client, and src/kinds.ts stays below
+ * the client, which imports it through the primitives and the diagnostics.)
+ */
+export interface KindStore {
+  /** The key suffixes after `{name}` that mark one of this kind (from src/keys.ts); the first is its main key. */
+  readonly suffixes: readonly string[];
+  /** Reads it; `undefined` when there is nothing under the name (free, or never used). */
+  readonly read: (holdfast: Holdfast, name: string) => Promise<KindState | undefined>;
+  /** Frees it whoever holds it, waking its waiters; `undefined` when the kind cannot be forced (say why in `cannotForce`). */
+  readonly forceFree?: (holdfast: Holdfast, name: string) => Promise<boolean>;
+  /** Why `forceFree` is missing. */
+  readonly cannotForce?: string;
+}
 
 /** Most waiters / readers / leases one reading lists. */
 const LIST_MAX = 100;

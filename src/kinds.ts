@@ -7,6 +7,9 @@
  * readers, intents, permits, count: through its inspect scripts) and how to force it free. The store is kept apart
  * so that this table, which every hold's diagnostics read, stays light: no script comes with it.
  *
+ * This module sits below every other (the diagnostics and the hold engine read it): it imports no client, no
+ * primitive, no recipe, only the types it describes (a store, which needs a client, is declared in src/kinds-redis.ts).
+ *
  * The ZooKeeper kinds live on a ZooKeeper ensemble the command line does not connect to: they are named here (their
  * diagnostics use these words) but have no store.
  *
@@ -15,8 +18,7 @@
  *
  * @module
  */
-import type { Holdfast } from './holdfast.js';
-import type { JobInfo } from './recipes/scheduler.js';
+import type { JobInfo } from './recipes/job-info.js';
 
 /** One holder of a primitive, as inspections show it. */
 export interface HolderState {
@@ -86,18 +88,6 @@ export interface JobState extends JobInfo {
   runningOnLabel: string | null;
   /** The label of the instance that ran the last tick, while its client lives. */
   lastRunByLabel: string | null;
-}
-
-/** How one kind lives in Redis. */
-export interface KindStore {
-  /** The key suffixes after `{name}` that mark one of this kind (from src/keys.ts); the first is its main key. */
-  readonly suffixes: readonly string[];
-  /** Reads it; `undefined` when there is nothing under the name (free, or never used). */
-  readonly read: (holdfast: Holdfast, name: string) => Promise<KindState | undefined>;
-  /** Frees it whoever holds it, waking its waiters; `undefined` when the kind cannot be forced (say why in `cannotForce`). */
-  readonly forceFree?: (holdfast: Holdfast, name: string) => Promise<boolean>;
-  /** Why `forceFree` is missing. */
-  readonly cannotForce?: string;
 }
 
 /** A kind of held object a registry kind hands out. */

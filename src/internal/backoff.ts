@@ -29,6 +29,12 @@ export const ZOOKEEPER_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
 export const POLL_BACKOFF: Backoff = { firstMs: 5, capMs: 200 };
 /** The listening connection of a PostgreSQL store, lost: its reconnects (100, 200 … 2000 ms). */
 export const LISTEN_BACKOFF: Backoff = { firstMs: 100, capMs: 2000 };
+/** An election's `run()` whose campaign could not reach the store, campaigning again (100, 200 … 2000 ms). */
+export const CAMPAIGN_BACKOFF: Backoff = { firstMs: 100, capMs: 2000 };
+/** An election's observer whose read of the leader failed, looking again (50, 100 … 1000 ms). */
+export const OBSERVE_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
+/** A scheduled job's `run-latest` tick whose claim Redis did not answer, claimed again later (500 ms, 1 s … 30 s). */
+export const JOB_CLAIM_BACKOFF: Backoff = { firstMs: 500, capMs: 30_000 };
 
 /** The pause before try `n + 1`, after `n` failed tries (n ≥ 1), in ms. */
 export function pauseAfter(policy: Backoff, n: number): number {

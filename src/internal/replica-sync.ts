@@ -3,7 +3,6 @@
  * lock, so a failover to a replica that has the write cannot hand the lock to a second owner. Replication stays
  * asynchronous: this narrows the window, it does not make Redis a consensus system (see docs/topologies.md).
  */
-import type { Core } from '../core.js';
 import { checkDuration, checkInt, checkKnownKeys, checkOptions, optBoolean } from './validate.js';
 
 /** How many replicas must confirm an acquisition, and how long to wait for them. */
@@ -34,11 +33,20 @@ export function checkReplicaSync(value: unknown, what: string): ReplicaSync | un
 }
 
 /**
+ * What {@link waitReplicas} needs of the client's core: its command timeout and a way to send one command (core.ts
+ * imports this module's {@link ReplicaSync}, so this module names the two members it uses instead of importing Core).
+ */
+export interface ReplicaCommands {
+  readonly settings: { readonly commandTimeout: number };
+  command(args: readonly string[], key?: string, timeoutMs?: number): Promise<unknown>;
+}
+
+/**
  * Waits until `sync.replicas` replicas acknowledged every write this connection made so far (the acquisition among
  * them); `key` routes the command to the lock's node in a cluster. Resolves the number of replicas reached (0 when
  * `aof` and the local fsync failed).
  */
-export async function waitReplicas(core: Core, key: string, sync: ReplicaSync): Promise<number> {
+export async function waitReplicas(core: ReplicaCommands, key: string, sync: ReplicaSync): Promise<number> {
   const timeout = sync.timeout + core.settings.commandTimeout;
   if (sync.aof) {
     const reply = (await core.command(['WAITAOF', '1', String(sync.replicas), String(sync.timeout)], key, timeout)) as [number, number];

@@ -14,6 +14,7 @@
  */
 import { hostname } from 'node:os';
 import type { Closable, Core } from '../core.js';
+import { CAMPAIGN_BACKOFF, OBSERVE_BACKOFF, pauseAfter } from '../internal/backoff.js';
 import { liveSlot, type LiveSet } from '../internal/live-set.js';
 import { fingerprint, type AcquireContext, type PrimitiveKind } from '../diagnostics.js';
 import { AcquireTimeoutError, ClientClosedError, isHoldfastError, LockNotHeldError, ReplicationNotReachedError, type LockLostError } from '../errors.js';
@@ -253,10 +254,6 @@ export function observeParams(options: unknown): { signal: AbortSignal | undefin
   return { signal: optSignal(opts.signal, 'options.signal') };
 }
 
-/** Pauses of `run()` between campaigns that could not reach the store: from 100 ms, doubling, at most 2 s. */
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 2000;
-
 /** A connection problem a campaign may simply be retried after (the store was unreachable for a moment). */
 function transient(error: unknown): boolean {
   return isHoldfastError(error) && (error.code === 'REDIS_CONNECTION' || error.code === 'ZOOKEEPER_CONNECTION');
@@ -288,17 +285,17 @@ export async function leaderLoop<L extends LeadershipLike, T>(
   signal: AbortSignal | undefined,
   closed: () => boolean,
 ): Promise<T | undefined> {
-  for (let retryMs = RETRY_MIN_MS; ; ) {
+  // campaigns in a row that could not reach the store (their pauses: CAMPAIGN_BACKOFF)
+  for (let failures = 0; ; ) {
     if (signal?.aborted || closed()) return undefined;
     let leadership: L;
     try {
       leadership = await campaign(signal);
-      retryMs = RETRY_MIN_MS;
+      failures = 0;
     } catch (error) {
       if ((signal?.aborted && error === signal.reason) || error instanceof ClientClosedError || closed()) return undefined;
       if (!transient(error)) throw error;
-      await pause(retryMs, signal);
-      retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
+      await pause(pauseAfter(CAMPAIGN_BACKOFF, ++failures), signal);
       continue;
     }
     const scoped = signal ? AbortSignal.any([leadership.signal, signal]) : leadership.signal;
@@ -379,7 +376,7 @@ export async function* observeLeader(
       } catch (error) {
         if (closed() || error instanceof ClientClosedError) return;
         // unreachable for now: look again shortly (observers never give up while the client is open)
-        await sleep(Math.min(1000, 50 * 2 ** Math.min(5, failures++)));
+        await sleep(pauseAfter(OBSERVE_BACKOFF, ++failures));
         notice.dirty = true;
         continue;
       }

@@ -32,7 +32,7 @@ import type { AcquireContext } from '../diagnostics.js';
 import { checkInt, checkKnownKeys, checkOptions, optDuration } from '../internal/validate.js';
 import { scripts } from '../lua/scripts.gen.js';
 import { runScript, type ScriptDef } from '../script.js';
-import type { Redlock, RedlockAcquireOptions } from './redlock.js';
+import type { RedlockAcquireOptions, RedlockNodes } from './redlock-nodes.js';
 
 /** Most permits a Redlock semaphore may have: every attempt sends one key per permit slot to each node. */
 export const MAX_REDLOCK_PERMITS = 1024;
@@ -70,7 +70,7 @@ export class RedlockSemaphore {
   /** @internal */
   constructor(
     /** The Redlock whose nodes hold this semaphore. */
-    readonly redlock: Redlock,
+    readonly redlock: RedlockNodes,
     /** The semaphore's name. */
     readonly name: string,
     options: RedlockSemaphoreOptions,

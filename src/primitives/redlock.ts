@@ -41,7 +41,10 @@ import { scripts } from '../lua/scripts.gen.js';
 import { runScript } from '../script.js';
 import { decodeAcquire } from './lock.js';
 import { Holdfast, toTransport } from '../holdfast.js';
+import type { RedlockAcquireOptions, RedlockSettings } from './redlock-nodes.js';
 import { RedlockSemaphore, type RedlockSemaphoreOptions } from './redlock-semaphore.js';
+
+export type { RedlockAcquireOptions } from './redlock-nodes.js';
 
 /** Options of {@link Redlock}. */
 export interface RedlockOptions {
@@ -97,22 +100,6 @@ export interface RedlockOptions {
 
 const OPTION_KEYS = ['redis', 'prefix', 'nodeTimeout', 'retryCount', 'retryDelay', 'retryJitter', 'watchdogLease', 'watchdogInterval', 'releaseMarkerTtl'] as const;
 
-/** Options of {@link RedlockLock.acquire}. */
-export interface RedlockAcquireOptions {
-  /**
-   * Longest total wait, in ms, across attempts; `acquire()` also stops after `retryCount` retries, whichever is first.
-   * @default no limit (only `retryCount` bounds the wait)
-   */
-  timeout?: number;
-  /**
-   * A fixed lease in ms: no watchdog; the lock is valid for `validity` ms after the acquisition returns.
-   * @default undefined: the watchdog keeps `watchdogLease`, renewed by quorum every `watchdogInterval`
-   */
-  lease?: number;
-  /** Aborts the wait: the promise rejects with `signal.reason`. */
-  signal?: AbortSignal;
-}
-
 /** Options of {@link RedlockLock.adopt}. */
 export interface RedlockAdoptOptions {
   /**
@@ -128,16 +115,6 @@ const ADOPT_KEYS = ['lease'] as const;
 export interface RedlockEvents {
   /** A held Redlock was lost (its `signal` aborted with the same error). */
   lockLost: [error: LockLostError];
-}
-
-interface Settings {
-  nodeTimeout: number;
-  retryCount: number;
-  retryDelay: number;
-  retryJitter: number;
-  watchdogLease: number;
-  watchdogInterval: number;
-  releaseMarkerTtl: number;
 }
 
 /** Turns a node given by the user into a transport (a `Holdfast` lends its transport). */
@@ -164,7 +141,7 @@ export class Redlock extends EventEmitter<RedlockEvents> {
   /** @internal */
   readonly keys: Keys;
   /** @internal */
-  readonly settings: Readonly<Settings>;
+  readonly settings: Readonly<RedlockSettings>;
   /** @internal */
   readonly holds = new LiveSet<Closable>();
   /** How many nodes must agree: ⌊N/2⌋ + 1. */

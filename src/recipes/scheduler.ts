@@ -12,12 +12,14 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import type { Cron } from 'croner';
+import { JOB_CLAIM_BACKOFF, pauseAfter } from '../internal/backoff.js';
 import { fingerprint } from '../internal/fingerprint.js';
 import type { Core } from '../core.js';
 import { ScriptError } from '../errors.js';
 import { now } from '../internal/clock.js';
 import { Lease } from '../internal/lease.js';
 import { checkKnownKeys, checkName, checkOptions, optBoolean, optDuration, optFunction } from '../internal/validate.js';
+import type { JobInfo } from './job-info.js';
 import { scripts } from '../lua/scripts.gen.js';
 
 let croner: typeof import('croner') | undefined;
@@ -695,7 +697,8 @@ export class ScheduledJob {
   /** `run-latest`: claims a tick that Redis failed to answer for again later, unless the next tick comes first. */
   #retryLater(tick: number, attempt: number): void {
     if (this.missed.missedTicks !== 'run-latest' || this.#stopped) return;
-    const delay = Math.min(30_000, 500 * 2 ** attempt);
+    // `attempt` counts from 0: after the first failed claim, the first pause
+    const delay = pauseAfter(JOB_CLAIM_BACKOFF, attempt + 1);
     if (this.#nextTick !== undefined && Date.now() + delay >= this.#nextTick) return;
     this.#retry = setTimeout(() => {
       // the failed claim's promise settles right after this callback was set: start once it has
@@ -736,37 +739,7 @@ function errorMessage(error: unknown): string {
   return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS - 1)}…` : line;
 }
 
-/** A scheduled job's record in Redis, as `holdfast jobs` shows it (see {@link Holdfast.inspectJob}). */
-export interface JobInfo {
-  /** The job's name. */
-  name: string;
-  /** Its schedule as last claimed: a cron expression, or the adapter (`node-cron`, `nestjs`) when unknown. */
-  schedule: string | null;
-  /** The latest tick claimed (ISO time), run or running. */
-  lastClaimedTick: string | null;
-  /** The tick of the last finished run (ISO time). */
-  lastRunTick: string | null;
-  /** The fingerprint of the instance that made the last finished run. */
-  lastRunBy: string | null;
-  /** How long the last finished run took, in ms. */
-  lastRunMs: number | null;
-  /** When the last run finished (ISO time, Redis' clock). */
-  lastRunFinishedAt: string | null;
-  /** The last run's error message, `null` when it succeeded. */
-  lastError: string | null;
-  /** Failed runs in a row (0 after a success). */
-  failuresInARow: number;
-  /** Runs finished while the record was kept. */
-  runs: number;
-  /** Whether a claim holds the job now: a run is in progress (or its instance died within `lockAtMostFor`). */
-  running: boolean;
-  /** The fingerprint of the instance running it now. */
-  runningOn: string | null;
-  /** How long the run in progress has been going, in ms. */
-  runningForMs: number | null;
-  /** ms until the job can be claimed again (`lockAtMostFor` of a run in progress, or `lockAtLeastFor` after one), 0 when free. */
-  lockedForMs: number;
-}
+export type { JobInfo } from './job-info.js';
 
 /** @internal Reads one job's record; `undefined` when there is none. */
 export async function inspectJob(core: Core, name: string): Promise<JobInfo | undefined> {

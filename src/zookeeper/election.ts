@@ -167,7 +167,6 @@ export class ZkElection {
       });
       if (!entry) throw new AcquireTimeoutError(this.name, timeout ?? 0);
       const hold = new ZkHold(core, this.name, 'zk-election', owner, entry, (h) => core.holds.delete(h));
-      hold.holds = 1;
       core.holds.add(hold);
       const leadership = new ZkLeadership(hold, label);
       const name = this.name;

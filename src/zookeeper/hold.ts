@@ -15,9 +15,15 @@ import { backoff, ZOOKEEPER_BACKOFF } from '../internal/backoff.js';
 /** The state of a held ZooKeeper lock. */
 export type ZkHoldState = 'held' | 'suspended' | 'lost' | 'released';
 
-/** One owner's hold of one queue node, shared by its reentrant acquisitions. */
+/**
+ * One owner's hold of one queue node, shared by its reentrant acquisitions. Its hold count is its own: it changes only
+ * through the methods below, each the one way a step happens (the first acquisition is the constructor, a re-entry
+ * {@link ZkHold.reenter}, a release {@link ZkHold.releaseOne}, the client's close {@link ZkHold.closeHold}), as the
+ * Redis hold engine's `Hold` does.
+ */
 export class ZkHold implements Closable, TracedHold {
-  holds = 0;
+  /** Acquisitions of this owner here that are not released yet (the constructor is the first). */
+  #holds = 1;
   #fingerprint: string | undefined;
   readonly #lost = new AbortController();
   readonly #suspended = new AbortController();
@@ -68,7 +74,16 @@ export class ZkHold implements Closable, TracedHold {
   }
 
   get active(): boolean {
-    return this.holds > 0 && !this.#done;
+    return this.#holds > 0 && !this.#done;
+  }
+  /** Acquisitions of this owner here not released yet (its hold count in this client). */
+  get holdCount(): number {
+    return this.#holds;
+  }
+
+  /** One more acquisition of this owner (a re-entry): counted, released by one more {@link ZkHold.releaseOne}. */
+  reenter(): void {
+    this.#holds++;
   }
   /** The fencing token (the node's czxid). */
   get token(): number {
@@ -117,8 +132,8 @@ export class ZkHold implements Closable, TracedHold {
       const reason = (this.#lost.signal.reason as LockLostError).reason;
       throw new LockNotHeldError(this.name, `"${this.name}" was no longer held when released (lost: ${reason})`);
     }
-    this.holds = Math.max(0, this.holds - 1);
-    if (this.holds > 0 || this.#done) return;
+    this.#holds = Math.max(0, this.#holds - 1);
+    if (this.#holds > 0 || this.#done) return;
     await this.#delete();
   }
 
@@ -150,7 +165,7 @@ export class ZkHold implements Closable, TracedHold {
 
   async closeHold(): Promise<void> {
     if (this.#done) return;
-    this.holds = 0;
+    this.#holds = 0;
     try {
       await this.#delete();
     } finally {
@@ -174,7 +189,7 @@ export class ZkHeldLock extends Held {
     readonly hold: ZkHold,
   ) {
     super();
-    this.#holdCount = hold.holds;
+    this.#holdCount = hold.holdCount;
   }
 
   /** The primitive's name. */

@@ -99,7 +99,7 @@ export async function acquireHold(
   core.assertOpen();
   const existing = liveHold(core, spec.key, owner);
   if (existing) {
-    existing.holds++;
+    existing.reenter();
     return new ZkHeldLock(existing);
   }
   // the node carries its owner's fingerprint, so that inspections can tell holders apart without the owner id
@@ -109,7 +109,7 @@ export async function acquireHold(
   // Another acquisition of the same owner may have finished while we waited: keep one node per owner.
   const raced = liveHold(core, spec.key, owner);
   if (raced) {
-    raced.holds++;
+    raced.reenter();
     void core.session.call<void>((c, cb) => c.remove(entry.path, -1, cb)).catch(() => {});
     return new ZkHeldLock(raced);
   }
@@ -119,7 +119,6 @@ export async function acquireHold(
     if (owners?.size === 0) core.registry.delete(spec.key);
     core.holds.delete(h);
   });
-  hold.holds = 1;
   let owners = core.registry.get(spec.key);
   if (!owners) core.registry.set(spec.key, (owners = new Map()));
   owners.set(owner, hold);

@@ -145,7 +145,7 @@ export class ZkRwSide {
       if (this.core.session.generation !== hold.entry.generation) return 0;
       throw wrap(error);
     }
-    return stat && hold.active ? hold.holds : 0;
+    return stat && hold.active ? hold.holdCount : 0;
   }
 
   /** True when an owner holds this side in this client (see {@link ZkRwSide.holdCount}). */
@@ -205,7 +205,7 @@ export class ZkReadLock extends ZkRwSide {
     // this client's readers, by node path: their hold counts
     const local = new Map<string, number>();
     for (const hold of core.registry.get(this.spec.key)?.values() ?? []) {
-      if (hold instanceof ZkHold && hold.active) local.set(hold.entry.path, hold.holds);
+      if (hold instanceof ZkHold && hold.active) local.set(hold.entry.path, hold.holdCount);
     }
     const read = await Promise.all(
       nodes.map(async (node): Promise<ZkReaderInfo | undefined> => {

@@ -1,5 +1,5 @@
 /**
- * The public API, pinned: every name each entry point exports and, for each exported class and interface, its public
+ * The public API, pinned: every name each entry point (entries.json, all of them) exports and, for each exported class and interface, its public
  * members (what the published `.d.ts` shows: no `private`/`protected`/`#` member, nothing tagged `@internal`). The
  * list is read by the TypeScript checker from the sources and compared with test/types/public-api.txt, so the API
  * cannot grow (or lose a name) by accident. After a deliberate change: `HOLDFAST_UPDATE_API=1 node
@@ -9,16 +9,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { it } from 'node:test';
 import ts from 'typescript';
+import { ENTRIES as ENTRY_LIST } from '../../scripts/entries.mjs';
 
-/** The package's entry points (package.json `exports`), by subpath. */
-const ENTRIES: Record<string, string> = {
-  holdfast: 'src/index.ts',
-  'holdfast/zookeeper': 'src/zookeeper/index.ts',
-  'holdfast/otel': 'src/otel/index.ts',
-  'holdfast/nestjs': 'src/integrations/nestjs.ts',
-  'holdfast/cron': 'src/integrations/cron.ts',
-  'holdfast/node-cron': 'src/integrations/node-cron.ts',
-};
+/** The package's entry points (entries.json), by import specifier. */
+const ENTRIES: Record<string, string> = Object.fromEntries(ENTRY_LIST.map((entry) => [entry.specifier, entry.source]));
 const LIST = new URL('./public-api.txt', import.meta.url);
 
 function isInternal(declaration: ts.Declaration): boolean {
