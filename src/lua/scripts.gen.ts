@@ -26,6 +26,13 @@ redis.call('pexpire', KEYS[2], ARGV[2])
 return {1}
 `,
   } as ScriptDef<[owner: string, leaseMs: number, seenLoad: string], [2, value: string] | [4, errorJson: string] | [1] | [0, pttl: number, loadOwner: string]>,
+  "cache/delete": {
+    name: "cache/delete",
+    numKeys: 1,
+    sha: "7079aaeb80b02a477a95d15a5d4f3bdb7420ac5f",
+    source: `return redis.call('del', KEYS[1])
+`,
+  } as ScriptDef<[], 0 | 1>,
   "cache/fail": {
     name: "cache/fail",
     numKeys: 3,
@@ -72,6 +79,13 @@ return ours
 `,
     publishes: true,
   } as ScriptDef<[owner: string, value: string, ttlMs: number, channel: string], 0 | 1>,
+  "cache/get": {
+    name: "cache/get",
+    numKeys: 1,
+    sha: "28f14035292f22d1c6aa4cbdd37275576ad65977",
+    source: `return redis.call('get', KEYS[1])
+`,
+  } as ScriptDef<[], string | null>,
   "election/campaign": {
     name: "election/campaign",
     numKeys: 3,
