@@ -252,6 +252,47 @@ $$;
 `,
   },
   {
+    file: "events.sql",
+    source: `-- Events markers (src/internal/events.ts): the same operation as src/lua/events/mark-1.lua. A marker (Keys.fairObserved,
+-- Keys.rwObserved) lives while someone waits for a lock to be free or listens for its releases; the fair lock's and
+-- the read-write lock's releases publish on their events channel only while it lives: their functions ask
+-- @schema.events_observed(<marker key>), as their Lua asks EXISTS.
+
+CREATE TABLE IF NOT EXISTS @schema.events_marker (
+  key text PRIMARY KEY,
+  expires_at bigint NOT NULL
+);
+
+-- Deletes up to 100 expired markers.
+CREATE OR REPLACE FUNCTION @schema.events_sweep(now_ bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  DELETE FROM @schema.events_marker m WHERE m.key IN (SELECT key FROM @schema.events_marker WHERE expires_at <= now_ LIMIT 100) AND m.expires_at <= now_;
+END
+$$;
+
+-- True while the events marker \`key\` lives (someone observes the lock): what a release asks before it publishes.
+CREATE OR REPLACE FUNCTION @schema.events_observed(key text) RETURNS boolean LANGUAGE sql VOLATILE AS $$
+  SELECT EXISTS (SELECT 1 FROM @schema.events_marker m WHERE m.key = $1 AND m.expires_at > @schema.now_ms())
+$$;
+
+-- keys: events marker; args: ttl ms; reply: 1 (set, or its life extended)
+CREATE OR REPLACE FUNCTION @schema.events_mark(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  IF random() < 0.01 THEN
+    PERFORM @schema.events_sweep(now_);
+  END IF;
+  INSERT INTO @schema.events_marker AS m (key, expires_at) VALUES (k[1], now_ + a[1]::bigint)
+  ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at;
+  RETURN to_jsonb(1);
+END
+$$;
+`,
+  },
+  {
     file: "label.sql",
     source: `-- Client labels (src/internal/label.ts): the same operations as src/lua/label/*.lua, with the same keys, arguments
 -- and replies. One row per client that has a \`label\` option, keyed by its label key (Keys.clientLabel, by the
@@ -601,7 +642,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "c0541f2a58dbd3c9";
+export const SQL_REVISION = "3963848c8ec3062c";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
-export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["cache_claim","cache_delete","cache_fail","cache_fill","cache_get","label_delete","label_get","label_set","latch_count_down","latch_delete","latch_state","latch_try_set","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);
+export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["cache_claim","cache_delete","cache_fail","cache_fill","cache_get","events_mark","label_delete","label_get","label_set","latch_count_down","latch_delete","latch_state","latch_try_set","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);
