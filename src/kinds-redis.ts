@@ -67,7 +67,7 @@ export async function labelsOf(core: Core, owners: readonly string[]): Promise<M
 /** The label a client keeps under the fingerprint of its client id (`null`: none set, or the client is gone). */
 async function labelOf(core: Core, clientFingerprint: string): Promise<string | null> {
   const key = core.keys.clientLabel(clientFingerprint);
-  const label = await core.command(['GET', key], key);
+  const label: unknown = await core.run(scripts['label/get'], [key], []);
   return typeof label === 'string' ? label : Buffer.isBuffer(label) ? label.toString() : null;
 }
 

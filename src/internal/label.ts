@@ -1,11 +1,12 @@
 /**
  * A client's label (the `label` client option, e.g. host and pid): how inspections name a holder without its owner
  * id. In this process, the diagnostics payloads look it up by the client id inside an owner id; other processes
- * (`holdfast inspect`, `jobs`, the dashboard) read it from Redis, where the client keeps one small key per client
+ * (`holdfast inspect`, `jobs`, the dashboard) read it from the store, where the client keeps one small record per client
  * (`Keys.clientLabel`, by the fingerprint of its client id) with a 60 s TTL, refreshed every 20 s on an unref'd timer
  * and deleted by `close()`. The key is written off the acquire path: no acquisition waits for it or sends it.
  */
 import type { Core } from '../core.js';
+import { scripts } from '../lua/scripts.gen.js';
 import { fingerprint } from './fingerprint.js';
 
 /** The label key's TTL, in ms: a client gone for this long has no label any more. */
@@ -66,7 +67,7 @@ export class LabelAnnouncer {
   async #write(): Promise<void> {
     let ok = false;
     try {
-      await this.core.command(['SET', this.#key, this.label, 'PX', String(LABEL_TTL_MS)], this.#key);
+      await this.core.run(scripts['label/set'], [this.#key], [this.label, LABEL_TTL_MS]);
       ok = true;
     } catch {
       // Redis unreachable (or not connected yet): try again soon; a label is a courtesy, never an error
@@ -80,6 +81,6 @@ export class LabelAnnouncer {
     this.#stopped = true;
     clearTimeout(this.#timer);
     local.delete(this.core.clientId);
-    this.core.command(['DEL', this.#key], this.#key).catch(() => {});
+    this.core.run(scripts['label/delete'], [this.#key], []).catch(() => {});
   }
 }

@@ -26,6 +26,13 @@ redis.call('pexpire', KEYS[2], ARGV[2])
 return {1}
 `,
   } as ScriptDef<[owner: string, leaseMs: number, seenLoad: string], [2, value: string] | [4, errorJson: string] | [1] | [0, pttl: number, loadOwner: string]>,
+  "cache/delete": {
+    name: "cache/delete",
+    numKeys: 1,
+    sha: "7079aaeb80b02a477a95d15a5d4f3bdb7420ac5f",
+    source: `return redis.call('del', KEYS[1])
+`,
+  } as ScriptDef<[], 0 | 1>,
   "cache/fail": {
     name: "cache/fail",
     numKeys: 3,
@@ -72,6 +79,13 @@ return ours
 `,
     publishes: true,
   } as ScriptDef<[owner: string, value: string, ttlMs: number, channel: string], 0 | 1>,
+  "cache/get": {
+    name: "cache/get",
+    numKeys: 1,
+    sha: "28f14035292f22d1c6aa4cbdd37275576ad65977",
+    source: `return redis.call('get', KEYS[1])
+`,
+  } as ScriptDef<[], string | null>,
   "election/campaign": {
     name: "election/campaign",
     numKeys: 3,
@@ -237,6 +251,14 @@ return 0
     source: `return redis.call('zrem', KEYS[1], ARGV[1])
 `,
   } as ScriptDef<[member: string], 0 | 1>,
+  "events/mark": {
+    name: "events/mark",
+    numKeys: 1,
+    sha: "bb6a653786874f6617f413e5cd827c9d77adf122",
+    source: `redis.call('set', KEYS[1], '1', 'px', ARGV[1])
+return 1
+`,
+  } as ScriptDef<[ttlMs: number], 1>,
   "fair-lock/acquire": {
     name: "fair-lock/acquire",
     numKeys: 5,
@@ -736,6 +758,28 @@ end
 return {1, token}
 `,
   } as ScriptDef<[token: number, op: 'set' | 'del', value: string, ttlMs: number], [1, token: number] | [0, lastToken: number]>,
+  "label/delete": {
+    name: "label/delete",
+    numKeys: 1,
+    sha: "7079aaeb80b02a477a95d15a5d4f3bdb7420ac5f",
+    source: `return redis.call('del', KEYS[1])
+`,
+  } as ScriptDef<[], 0 | 1>,
+  "label/get": {
+    name: "label/get",
+    numKeys: 1,
+    sha: "28f14035292f22d1c6aa4cbdd37275576ad65977",
+    source: `return redis.call('get', KEYS[1])
+`,
+  } as ScriptDef<[], string | null>,
+  "label/set": {
+    name: "label/set",
+    numKeys: 1,
+    sha: "1c8b8783e60c0fdefca32d566142adf942ec1b29",
+    source: `redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+return 1
+`,
+  } as ScriptDef<[label: string, ttlMs: number], 1>,
   "latch/count-down": {
     name: "latch/count-down",
     numKeys: 1,

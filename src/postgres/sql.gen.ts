@@ -116,6 +116,328 @@ $$;
 `,
   },
   {
+    file: "cache.sql",
+    source: `-- The cache-stampede guard (src/recipes/cache-loader.ts): the same operations as src/lua/cache/*.lua, with the same
+-- keys, arguments and replies. Three tables, each keyed by the record name the Redis script would use: the cached
+-- values (\`:cv\`), the load in progress (\`:cl\`, whose lease owned/renew extends: see owned_renew) and the last failed
+-- load (\`:ce\`). Every row expires. The operations of one cache key take turns on its value key (serialize).
+
+CREATE TABLE IF NOT EXISTS @schema.cache_value (
+  key text PRIMARY KEY,
+  -- 'v' || encoded value, or 'e' || error JSON when errors are cached
+  value text NOT NULL,
+  expires_at bigint NOT NULL
+);
+
+-- The one load in progress: its owner id, held until expires_at (its lease, renewed while the loader runs).
+CREATE TABLE IF NOT EXISTS @schema.cache_load (
+  key text PRIMARY KEY,
+  owner text NOT NULL,
+  expires_at bigint NOT NULL
+);
+
+-- The last failed load: its owner id and error JSON, for the callers that waited for that very load.
+CREATE TABLE IF NOT EXISTS @schema.cache_error (
+  key text PRIMARY KEY,
+  owner text NOT NULL,
+  error text NOT NULL,
+  expires_at bigint NOT NULL
+);
+
+-- Deletes up to 100 expired rows of each table.
+CREATE OR REPLACE FUNCTION @schema.cache_sweep(now_ bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  DELETE FROM @schema.cache_value c WHERE c.key IN (SELECT key FROM @schema.cache_value WHERE expires_at <= now_ LIMIT 100) AND c.expires_at <= now_;
+  DELETE FROM @schema.cache_load c WHERE c.key IN (SELECT key FROM @schema.cache_load WHERE expires_at <= now_ LIMIT 100) AND c.expires_at <= now_;
+  DELETE FROM @schema.cache_error c WHERE c.key IN (SELECT key FROM @schema.cache_error WHERE expires_at <= now_ LIMIT 100) AND c.expires_at <= now_;
+END
+$$;
+
+-- keys: value, load, last failure
+-- args: owner of a new load, load lease ms, the load this caller saw in progress ('' if none)
+-- reply: [2, value] hit | [4, errorJson] the load it waited for failed | [1] load it | [0, pttl, loadOwner] busy
+CREATE OR REPLACE FUNCTION @schema.cache_claim(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+  v text;
+  e @schema.cache_error%ROWTYPE;
+  l @schema.cache_load%ROWTYPE;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  IF random() < 0.01 THEN
+    PERFORM @schema.cache_sweep(now_);
+  END IF;
+  SELECT c.value INTO v FROM @schema.cache_value c WHERE c.key = k[1] AND c.expires_at > now_;
+  IF FOUND THEN
+    RETURN jsonb_build_array(2, v);
+  END IF;
+  IF a[3] <> '' THEN
+    SELECT * INTO e FROM @schema.cache_error c WHERE c.key = k[3] AND c.expires_at > now_;
+    IF FOUND AND e.owner = a[3] THEN
+      RETURN jsonb_build_array(4, e.error);
+    END IF;
+  END IF;
+  -- a free (or lapsed) load lock is taken; the condition also keeps a lease renewed meanwhile (owned/renew does not
+  -- take this key's turn)
+  INSERT INTO @schema.cache_load AS c (key, owner, expires_at) VALUES (k[2], a[1], now_ + a[2]::bigint)
+  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+  WHERE c.expires_at <= now_;
+  IF FOUND THEN
+    RETURN jsonb_build_array(1);
+  END IF;
+  SELECT * INTO l FROM @schema.cache_load c WHERE c.key = k[2];
+  RETURN jsonb_build_array(0, greatest(l.expires_at - now_, 1), l.owner);
+END
+$$;
+
+-- keys: value, load
+-- args: owner of the load, 'v' || encoded value, ttl ms, channel
+-- reply: 1 when the load lock was still ours, 0 when it had lapsed (the value is stored either way)
+CREATE OR REPLACE FUNCTION @schema.cache_fill(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+  ours boolean;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  INSERT INTO @schema.cache_value AS c (key, value, expires_at) VALUES (k[1], a[2], now_ + a[3]::bigint)
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at;
+  DELETE FROM @schema.cache_load c WHERE c.key = k[2] AND c.owner = a[1] RETURNING c.expires_at > now_ INTO ours;
+  PERFORM @schema.notify(a[4], 'a');
+  RETURN to_jsonb(CASE WHEN ours THEN 1 ELSE 0 END);
+END
+$$;
+
+-- keys: value, load, last failure
+-- args: owner of the load, error JSON, how long waiters can read the failure (ms), channel, errorTtl ms (0: do not
+-- cache the error as the value)
+-- reply: 1
+CREATE OR REPLACE FUNCTION @schema.cache_fail(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+  error_ttl bigint := a[5]::bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  DELETE FROM @schema.cache_load c WHERE c.key = k[2] AND c.owner = a[1];
+  INSERT INTO @schema.cache_error AS c (key, owner, error, expires_at) VALUES (k[3], a[1], a[2], now_ + a[3]::bigint)
+  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, error = excluded.error, expires_at = excluded.expires_at;
+  IF error_ttl > 0 THEN
+    -- only when no value is cached (an expired one is absent)
+    INSERT INTO @schema.cache_value AS c (key, value, expires_at) VALUES (k[1], 'e' || a[2], now_ + error_ttl)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+    WHERE c.expires_at <= now_;
+  END IF;
+  PERFORM @schema.notify(a[4], 'a');
+  RETURN to_jsonb(1);
+END
+$$;
+
+-- keys: value; reply: the stored string ('v' || encoded value, or 'e' || error JSON), or null on a miss
+CREATE OR REPLACE FUNCTION @schema.cache_get(k text[], a text[]) RETURNS jsonb LANGUAGE sql VOLATILE AS $$
+  SELECT to_jsonb(c.value) FROM @schema.cache_value c WHERE c.key = k[1] AND c.expires_at > @schema.now_ms()
+$$;
+
+-- keys: value; reply: 1 when a value was cached (it is forgotten), else 0
+CREATE OR REPLACE FUNCTION @schema.cache_delete(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  live boolean;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  DELETE FROM @schema.cache_value c WHERE c.key = k[1] RETURNING c.expires_at > @schema.now_ms() INTO live;
+  RETURN to_jsonb(CASE WHEN live THEN 1 ELSE 0 END);
+END
+$$;
+`,
+  },
+  {
+    file: "events.sql",
+    source: `-- Events markers (src/internal/events.ts): the same operation as src/lua/events/mark-1.lua. A marker (Keys.fairObserved,
+-- Keys.rwObserved) lives while someone waits for a lock to be free or listens for its releases; the fair lock's and
+-- the read-write lock's releases publish on their events channel only while it lives: their functions ask
+-- @schema.events_observed(<marker key>), as their Lua asks EXISTS.
+
+CREATE TABLE IF NOT EXISTS @schema.events_marker (
+  key text PRIMARY KEY,
+  expires_at bigint NOT NULL
+);
+
+-- Deletes up to 100 expired markers.
+CREATE OR REPLACE FUNCTION @schema.events_sweep(now_ bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  DELETE FROM @schema.events_marker m WHERE m.key IN (SELECT key FROM @schema.events_marker WHERE expires_at <= now_ LIMIT 100) AND m.expires_at <= now_;
+END
+$$;
+
+-- True while the events marker \`key\` lives (someone observes the lock): what a release asks before it publishes.
+CREATE OR REPLACE FUNCTION @schema.events_observed(key text) RETURNS boolean LANGUAGE sql VOLATILE AS $$
+  SELECT EXISTS (SELECT 1 FROM @schema.events_marker m WHERE m.key = $1 AND m.expires_at > @schema.now_ms())
+$$;
+
+-- keys: events marker; args: ttl ms; reply: 1 (set, or its life extended)
+CREATE OR REPLACE FUNCTION @schema.events_mark(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  IF random() < 0.01 THEN
+    PERFORM @schema.events_sweep(now_);
+  END IF;
+  INSERT INTO @schema.events_marker AS m (key, expires_at) VALUES (k[1], now_ + a[1]::bigint)
+  ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at;
+  RETURN to_jsonb(1);
+END
+$$;
+`,
+  },
+  {
+    file: "label.sql",
+    source: `-- Client labels (src/internal/label.ts): the same operations as src/lua/label/*.lua, with the same keys, arguments
+-- and replies. One row per client that has a \`label\` option, keyed by its label key (Keys.clientLabel, by the
+-- fingerprint of its client id), refreshed while the client lives and gone 60 s after it stops.
+
+CREATE TABLE IF NOT EXISTS @schema.client_label (
+  key text PRIMARY KEY,
+  label text NOT NULL,
+  expires_at bigint NOT NULL
+);
+
+-- Deletes up to 100 expired labels.
+CREATE OR REPLACE FUNCTION @schema.label_sweep(now_ bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  DELETE FROM @schema.client_label c WHERE c.key IN (SELECT key FROM @schema.client_label WHERE expires_at <= now_ LIMIT 100) AND c.expires_at <= now_;
+END
+$$;
+
+-- keys: label key; args: label, ttl ms; reply: 1
+CREATE OR REPLACE FUNCTION @schema.label_set(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  IF random() < 0.01 THEN
+    PERFORM @schema.label_sweep(now_);
+  END IF;
+  INSERT INTO @schema.client_label AS c (key, label, expires_at) VALUES (k[1], a[1], now_ + a[2]::bigint)
+  ON CONFLICT (key) DO UPDATE SET label = excluded.label, expires_at = excluded.expires_at;
+  RETURN to_jsonb(1);
+END
+$$;
+
+-- keys: label key; reply: the label, or null (none set, or the client is gone)
+CREATE OR REPLACE FUNCTION @schema.label_get(k text[], a text[]) RETURNS jsonb LANGUAGE sql VOLATILE AS $$
+  SELECT to_jsonb(c.label) FROM @schema.client_label c WHERE c.key = k[1] AND c.expires_at > @schema.now_ms()
+$$;
+
+-- keys: label key; reply: 1 when there was one (it is deleted), else 0
+CREATE OR REPLACE FUNCTION @schema.label_delete(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  live boolean;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  DELETE FROM @schema.client_label c WHERE c.key = k[1] RETURNING c.expires_at > @schema.now_ms() INTO live;
+  RETURN to_jsonb(CASE WHEN live THEN 1 ELSE 0 END);
+END
+$$;
+`,
+  },
+  {
+    file: "latch.sql",
+    source: `-- The count-down latch (src/primitives/count-down-latch.ts): the same operations as src/lua/latch/*.lua, with the
+-- same keys, arguments and replies. A latch is one row holding its count; a latch with no row (or an expired one) is
+-- open. \`expires_at\` NULL: the latch has no TTL (the \`ttl\` option of trySetCount was not given).
+
+CREATE TABLE IF NOT EXISTS @schema.latch (
+  key text PRIMARY KEY,
+  count bigint NOT NULL,
+  expires_at bigint
+);
+
+-- Deletes up to 100 expired latches (they are open already: no row should outlive its use).
+CREATE OR REPLACE FUNCTION @schema.latch_sweep(now_ bigint) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  DELETE FROM @schema.latch l WHERE l.key IN (SELECT key FROM @schema.latch WHERE expires_at <= now_ LIMIT 100) AND l.expires_at <= now_;
+END
+$$;
+
+-- keys: latch; args: count, ttl ms ('0': none); reply: 1 set, 0 the latch exists already (unchanged)
+CREATE OR REPLACE FUNCTION @schema.latch_try_set(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+  ttl bigint := a[2]::bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  IF random() < 0.01 THEN
+    PERFORM @schema.latch_sweep(now_);
+  END IF;
+  -- an expired latch is absent: it is replaced
+  INSERT INTO @schema.latch AS l (key, count, expires_at)
+  VALUES (k[1], a[1]::bigint, CASE WHEN ttl > 0 THEN now_ + ttl END)
+  ON CONFLICT (key) DO UPDATE SET count = excluded.count, expires_at = excluded.expires_at
+  WHERE l.expires_at <= now_;
+  RETURN to_jsonb(CASE WHEN FOUND THEN 1 ELSE 0 END);
+END
+$$;
+
+-- keys: latch; args: channel; reply: the count left (0 when the latch is open, also when it did not exist)
+CREATE OR REPLACE FUNCTION @schema.latch_count_down(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint;
+  left_ bigint;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  now_ := @schema.now_ms();
+  UPDATE @schema.latch SET count = latch.count - 1
+  WHERE latch.key = k[1] AND (latch.expires_at IS NULL OR latch.expires_at > now_)
+  RETURNING latch.count INTO left_;
+  IF NOT FOUND THEN
+    RETURN to_jsonb(0);
+  END IF;
+  IF left_ <= 0 THEN
+    DELETE FROM @schema.latch WHERE latch.key = k[1];
+    PERFORM @schema.notify(a[1], 'a');
+    RETURN to_jsonb(0);
+  END IF;
+  RETURN to_jsonb(left_);
+END
+$$;
+
+-- keys: latch; reply: [count (0 when absent), pttl (-1 no TTL, -2 absent)]
+CREATE OR REPLACE FUNCTION @schema.latch_state(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint := @schema.now_ms();
+  r @schema.latch%ROWTYPE;
+BEGIN
+  SELECT * INTO r FROM @schema.latch WHERE latch.key = k[1] AND (latch.expires_at IS NULL OR latch.expires_at > now_);
+  IF NOT FOUND THEN
+    RETURN jsonb_build_array(0, -2);
+  END IF;
+  RETURN jsonb_build_array(r.count, coalesce(r.expires_at - now_, -1));
+END
+$$;
+
+-- keys: latch; args: channel; reply: 1 when the latch existed (it is deleted: open, every waiter woken), else 0
+CREATE OR REPLACE FUNCTION @schema.latch_delete(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  live boolean;
+BEGIN
+  PERFORM @schema.serialize(k[1]);
+  DELETE FROM @schema.latch WHERE latch.key = k[1]
+  RETURNING latch.expires_at IS NULL OR latch.expires_at > @schema.now_ms() INTO live;
+  IF live THEN
+    PERFORM @schema.notify(a[1], 'a');
+    RETURN to_jsonb(1);
+  END IF;
+  RETURN to_jsonb(0);
+END
+$$;
+`,
+  },
+  {
     file: "lock.sql",
     source: `-- The reentrant lock (src/primitives/lock.ts): the same operations as src/lua/lock/*.lua, with the same keys,
 -- arguments and replies. A lock is one row; \`holds\` 0 is a reservation: a release handed the free lock to the
@@ -320,7 +642,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "86d7e372883e785e";
+export const SQL_REVISION = "a2d84e07ca0a55e9";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
-export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);
+export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["cache_claim","cache_delete","cache_fail","cache_fill","cache_get","events_mark","label_delete","label_get","label_set","latch_count_down","latch_delete","latch_state","latch_try_set","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw"]);

@@ -227,8 +227,8 @@ export class CacheLoader<T = unknown> {
   async get(key: string): Promise<T | undefined> {
     checkName(key, 'key');
     this.#core.assertOpen();
-    const text = (await this.#core.command(['GET', this.#core.keys.cacheValue(key)], this.#core.keys.cacheValue(key))) as string | null;
-    return text === null || text === undefined ? undefined : this.#decode(key, text);
+    const text = await this.#core.run(scripts['cache/get'], [this.#core.keys.cacheValue(key)], []);
+    return text === null || text === undefined ? undefined : this.#decode(key, String(text));
   }
 
   /** Stores `value` under `key` for `ttl` ms (e.g. after a write to the source), and wakes callers waiting for a load. */
@@ -248,8 +248,7 @@ export class CacheLoader<T = unknown> {
   async delete(key: string): Promise<boolean> {
     checkName(key, 'key');
     this.#core.assertOpen();
-    const k = this.#core.keys.cacheValue(key);
-    return Number(await this.#core.command(['DEL', k], k)) === 1;
+    return (await this.#core.run(scripts['cache/delete'], [this.#core.keys.cacheValue(key)], [])) === 1;
   }
 
   #decode(key: string, text: string): T {

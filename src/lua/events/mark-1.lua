@@ -1,0 +1,11 @@
+--[[
+  Set (or refresh) a lock's events marker: while it exists, the fair lock's and the read-write lock's releases publish
+  on their events channel (see src/internal/events.ts).
+  KEYS[1] the events marker (Keys.fairObserved, Keys.rwObserved)
+  ARGV[1] its TTL in ms (refreshed while someone observes)
+  Returns 1.
+  @args [ttlMs: number]
+  @reply 1
+]]
+redis.call('set', KEYS[1], '1', 'px', ARGV[1])
+return 1
