@@ -17,6 +17,7 @@ import type { Core } from '../core.js';
 import { pauseAfter, POLL_BACKOFF } from './backoff.js';
 import { now } from './clock.js';
 import { checkKnownKeys, checkOptions, optDuration, optFunction, optSignal } from './validate.js';
+import { scripts } from '../lua/scripts.gen.js';
 
 /** Options of `waitUntilFree`. */
 export interface WaitUntilFreeOptions {
@@ -54,7 +55,7 @@ const markers = new WeakMap<Core, Map<string, { count: number; timer: NodeJS.Tim
 export async function keepMarker(core: Core, key: string): Promise<() => void> {
   let byKey = markers.get(core);
   if (!byKey) markers.set(core, (byKey = new Map()));
-  const set = (): Promise<unknown> => core.command(['SET', key, '1', 'PX', String(MARKER_TTL_MS)], key);
+  const set = (): Promise<unknown> => core.run(scripts['events/mark'], [key], [MARKER_TTL_MS]);
   let entry = byKey.get(key);
   if (!entry) {
     const timer = setInterval(() => {

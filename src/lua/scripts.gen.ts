@@ -237,6 +237,14 @@ return 0
     source: `return redis.call('zrem', KEYS[1], ARGV[1])
 `,
   } as ScriptDef<[member: string], 0 | 1>,
+  "events/mark": {
+    name: "events/mark",
+    numKeys: 1,
+    sha: "bb6a653786874f6617f413e5cd827c9d77adf122",
+    source: `redis.call('set', KEYS[1], '1', 'px', ARGV[1])
+return 1
+`,
+  } as ScriptDef<[ttlMs: number], 1>,
   "fair-lock/acquire": {
     name: "fair-lock/acquire",
     numKeys: 5,
