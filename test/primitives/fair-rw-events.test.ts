@@ -104,7 +104,8 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
     }
   });
 
-  test('FairLock: releases publish on the events channel only while someone observes (the events marker)', async () => {
+  test('FairLock: releases publish on the events channel only while someone observes (the events marker)', async (t) => {
+    if (!ctx.requireRedis(t, 'subscribes to the events channel over a raw Redis connection and reads the marker key with EXISTS and PTTL')) return;
     const { holdfast } = await ctx.open({ prefix: `fevm${ctx.adapter.name}:` });
     const keys = holdfast.core.keys;
     const raw = await rawSubscribe(ctx.server.port, keys.fairEvents('fev-m'));
