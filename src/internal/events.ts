@@ -18,7 +18,6 @@ import { scripts } from '../lua/scripts.gen.js';
 import { pauseAfter, POLL_BACKOFF } from './backoff.js';
 import { now } from './clock.js';
 import { checkKnownKeys, checkOptions, optDuration, optFunction, optSignal } from './validate.js';
-import { scripts } from '../lua/scripts.gen.js';
 
 /** Options of `waitUntilFree`. */
 export interface WaitUntilFreeOptions {
