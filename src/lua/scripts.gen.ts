@@ -1474,6 +1474,13 @@ end
 return reply
 `,
   } as ScriptDef<[maxLeases: number], [free: number, held: number, leases: number, ...idPermitsMsLeft: Array<string | number>]>,
+  "psem/pttl": {
+    name: "psem/pttl",
+    numKeys: 1,
+    sha: "44a4d0090a3f9ab2466dba649bc388e7df9eda65",
+    source: `return redis.call('pttl', KEYS[1])
+`,
+  } as ScriptDef<[], number>,
   "psem/release": {
     name: "psem/release",
     numKeys: 3,
@@ -2583,6 +2590,20 @@ end
 return {0, free}
 `,
   } as ScriptDef<[permits: number], [1, free: number] | [0, free: number]>,
+  "sem/available": {
+    name: "sem/available",
+    numKeys: 1,
+    sha: "69c4e4aeea97f7f9c52819b83a3b6dde1e9f30a1",
+    source: `return tonumber(redis.call('get', KEYS[1]) or '0')
+`,
+  } as ScriptDef<[], number>,
+  "sem/delete": {
+    name: "sem/delete",
+    numKeys: 1,
+    sha: "7079aaeb80b02a477a95d15a5d4f3bdb7420ac5f",
+    source: `return redis.call('del', KEYS[1])
+`,
+  } as ScriptDef<[], 0 | 1>,
   "sem/drain": {
     name: "sem/drain",
     numKeys: 1,
@@ -2595,6 +2616,13 @@ end
 return 0
 `,
   } as ScriptDef<[], number>,
+  "sem/exists": {
+    name: "sem/exists",
+    numKeys: 1,
+    sha: "c3cb1c41dab01e12b18e5ce9810469244c0d7003",
+    source: `return redis.call('exists', KEYS[1])
+`,
+  } as ScriptDef<[], 0 | 1>,
   "sem/release": {
     name: "sem/release",
     numKeys: 1,

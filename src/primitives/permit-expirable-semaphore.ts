@@ -205,8 +205,7 @@ export class PermitExpirableSemaphore {
   /** ms until the semaphore itself expires, or `null` when it has no TTL of its own (or does not exist). */
   async remainingTtl(): Promise<number | null> {
     this.core.assertOpen();
-    const key = this.core.keys.permits(this.name);
-    const pttl = Number(await this.core.command(['PTTL', key], key));
+    const pttl = await this.core.run(scripts['psem/pttl'], [this.core.keys.permits(this.name)], []);
     return pttl < 0 ? null : pttl;
   }
 

@@ -148,10 +148,10 @@ export class Semaphore {
     return (await this.core.run(scripts['sem/try-set'], [this.#key], [n, this.#channel, ttl ?? 0])) === 1;
   }
 
-  /** True when the semaphore exists in Redis (set, and neither deleted nor expired). */
+  /** True when the semaphore exists (set, and neither deleted nor expired). */
   async exists(): Promise<boolean> {
     this.core.assertOpen();
-    return Number(await this.core.command(['EXISTS', this.#key], this.#key)) === 1;
+    return (await this.core.run(scripts['sem/exists'], [this.#key], [])) === 1;
   }
 
   /**
@@ -217,8 +217,7 @@ export class Semaphore {
   /** The number of free permits now. */
   async availablePermits(): Promise<number> {
     this.core.assertOpen();
-    const v = await this.core.command(['GET', this.#key], this.#key);
-    return v === null || v === undefined ? 0 : Number(v);
+    return await this.core.run(scripts['sem/available'], [this.#key], []);
   }
 
   /** Takes every free permit. @returns how many were taken */
@@ -230,7 +229,7 @@ export class Semaphore {
   /** Deletes the semaphore (its permits are gone; waiters keep waiting until it is set again). @returns true if it existed */
   async delete(): Promise<boolean> {
     this.core.assertOpen();
-    return Number(await this.core.command(['DEL', this.#key], this.#key)) === 1;
+    return (await this.core.run(scripts['sem/delete'], [this.#key], [])) === 1;
   }
 
   /** `required` (acquire): no default time limit, and the time running out is an `AcquireTimeoutError`. */

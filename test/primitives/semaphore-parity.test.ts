@@ -5,10 +5,31 @@
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { postgresUrlOf } from '../support/clients.js';
+import { openPool } from '../support/postgres.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 describeEachAdapter('Semaphore parity', (ctx) => {
-  const pttl = async (name: string): Promise<number> => Number(await ctx.holdfast.core.command(['PTTL', ctx.holdfast.core.keys.semaphore(name)]));
+  /**
+   * The semaphore's TTL as PTTL reports it (-2: it does not exist, -1: it has none). A counting semaphore has no
+   * public view of its TTL: on PostgreSQL this reads its row (src/postgres/sql/sem.sql), as PTTL reads its key.
+   */
+  const pttl = async (name: string): Promise<number> => {
+    const key = ctx.holdfast.core.keys.semaphore(name);
+    if (!ctx.adapter.postgres) return Number(await ctx.holdfast.core.command(['PTTL', key]));
+    const { url, schema } = postgresUrlOf(ctx.urls[0]!);
+    const pool = openPool(url, 1);
+    try {
+      const { rows } = await pool.query(
+        `SELECT coalesce(s.expires_at - n.now, -1) AS pttl FROM ${schema}.sem s, (SELECT ${schema}.now_ms() AS now) n
+         WHERE s.key = $1 AND (s.expires_at IS NULL OR s.expires_at > n.now)`,
+        [key],
+      );
+      return rows.length === 0 ? -2 : Number(rows[0]!.pttl);
+    } finally {
+      await pool.end();
+    }
+  };
 
   void it('trySetPermits with a TTL: the semaphore expires whoever holds permits; a late release creates nothing', async () => {
     const sem = ctx.holdfast.semaphore('sp-ttl');
