@@ -640,6 +640,30 @@ $$;
 `,
   },
   {
+    file: "owned.sql",
+    source: `-- The renewal shared by the holds kept with their owner (src/lua/owned/renew-1.lua): the read-write lock's writer, the
+-- cache loader's load lock and the fair lock. Each keeps its holds in a table of its own; a key lives in exactly one
+-- of them (their names end differently, see src/keys.ts), so the renewal asks each in turn. Never revives an expired
+-- hold.
+-- keys: the hold; args: owner, lease ms; reply: 1 extended, 0 when this owner no longer holds it
+CREATE OR REPLACE FUNCTION @schema.owned_renew(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  now_ bigint := @schema.now_ms();
+BEGIN
+  IF @schema.rw_writer_renew(k[1], a[1], a[2]::bigint) THEN
+    RETURN to_jsonb(1);
+  END IF;
+  UPDATE @schema.cache_load SET expires_at = now_ + a[2]::bigint
+  WHERE cache_load.key = k[1] AND cache_load.owner = a[1] AND cache_load.expires_at > now_;
+  IF FOUND THEN
+    RETURN to_jsonb(1);
+  END IF;
+  RETURN to_jsonb(0);
+END
+$$;
+`,
+  },
+  {
     file: "psem.sql",
     source: `-- The permit-expirable semaphore (src/primitives/permit-expirable-semaphore.ts): the same operations as
 -- src/lua/psem/*.lua, with the same keys (free permits, leases, permit weights: the first names the semaphore here),
@@ -1356,6 +1380,123 @@ BEGIN
 END
 $$;
 
+-- keys: readers, readers' hold counts (unused), intents (unused), writer, events marker, [release marker]
+-- args: owner, mode (all + 2 × retry), [marker ttl ms]
+-- reply: read holds left (0 = released), -1 not held, -2 a marker is needed
+CREATE OR REPLACE FUNCTION @schema.rw_read_release(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  rkey text := k[1];
+  wkey text := k[4];
+  marker text := k[6];
+  owner_ text := a[1];
+  mode int := a[2]::int;
+  now_ bigint;
+  r @schema.rw_reader%ROWTYPE;
+  done bigint;
+  left_ bigint := 0;
+  free boolean;
+BEGIN
+  PERFORM @schema.serialize(wkey);
+  -- an earlier run of this very request
+  done := @schema.marker_get(marker);
+  IF done IS NOT NULL THEN
+    RETURN to_jsonb(done);
+  END IF;
+  now_ := @schema.now_ms();
+  SELECT * INTO r FROM @schema.rw_reader WHERE rw_reader.key = rkey AND rw_reader.owner = owner_ AND rw_reader.expires_at > now_;
+  IF NOT FOUND THEN
+    RETURN to_jsonb(-1);
+  END IF;
+  IF mode % 2 = 0 THEN
+    left_ := r.holds - 1;
+  END IF;
+  IF left_ <= 0 THEN
+    DELETE FROM @schema.rw_reader WHERE rw_reader.key = rkey AND rw_reader.owner = owner_;
+    -- the last reader left: a waiting writer may go now
+    free := NOT EXISTS (SELECT 1 FROM @schema.rw_reader x WHERE x.key = rkey AND x.expires_at > now_)
+      AND NOT EXISTS (SELECT 1 FROM @schema.rw_writer x WHERE x.key = wkey AND x.expires_at > now_);
+    IF free THEN
+      PERFORM @schema.notify(@schema.rw_channel(wkey, 'ch'), 'a');
+    END IF;
+    IF @schema.events_observed(k[5]) THEN
+      PERFORM @schema.notify(@schema.rw_channel(wkey, 'ev'), CASE WHEN free THEN 'r1' ELSE 'r0' END);
+    END IF;
+    RETURN to_jsonb(0);
+  END IF;
+  IF marker IS NULL THEN
+    RETURN to_jsonb(-2);
+  END IF;
+  UPDATE @schema.rw_reader SET holds = left_ WHERE rw_reader.key = rkey AND rw_reader.owner = owner_;
+  RETURN to_jsonb(@schema.marker_set(marker, left_, a[3]::bigint));
+END
+$$;
+
+-- keys: writer, events marker, readers, [release marker]
+-- args: owner, mode (all + 2 × retry), [marker ttl ms]
+-- reply: holds left (0 = released), -1 not held, -2 a marker is needed
+CREATE OR REPLACE FUNCTION @schema.rw_write_release(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  wkey text := k[1];
+  rkey text := k[3];
+  marker text := k[4];
+  owner_ text := a[1];
+  mode int := a[2]::int;
+  now_ bigint;
+  w @schema.rw_writer%ROWTYPE;
+  done bigint;
+  left_ bigint := 0;
+BEGIN
+  PERFORM @schema.serialize(wkey);
+  done := @schema.marker_get(marker);
+  IF done IS NOT NULL THEN
+    RETURN to_jsonb(done);
+  END IF;
+  now_ := @schema.now_ms();
+  SELECT * INTO w FROM @schema.rw_writer WHERE rw_writer.key = wkey AND rw_writer.expires_at > now_;
+  IF NOT FOUND OR w.owner <> owner_ THEN
+    RETURN to_jsonb(-1);
+  END IF;
+  IF mode % 2 = 0 THEN
+    left_ := w.holds - 1;
+  END IF;
+  IF left_ <= 0 THEN
+    DELETE FROM @schema.rw_writer WHERE rw_writer.key = wkey;
+    PERFORM @schema.notify(@schema.rw_channel(wkey, 'ch'), 'a');
+    IF @schema.events_observed(k[2]) THEN
+      PERFORM @schema.notify(@schema.rw_channel(wkey, 'ev'),
+        CASE WHEN EXISTS (SELECT 1 FROM @schema.rw_reader r WHERE r.key = rkey AND r.expires_at > now_) THEN 'w0' ELSE 'w1' END);
+    END IF;
+    RETURN to_jsonb(0);
+  END IF;
+  IF marker IS NULL THEN
+    RETURN to_jsonb(-2);
+  END IF;
+  UPDATE @schema.rw_writer SET holds = left_ WHERE rw_writer.key = wkey;
+  RETURN to_jsonb(@schema.marker_set(marker, left_, a[3]::bigint));
+END
+$$;
+
+-- keys: readers, readers' hold counts (unused), intents (unused); args: owner, lease ms
+-- reply: 1 extended, 0 this owner holds no read lock (an expired one is never revived)
+CREATE OR REPLACE FUNCTION @schema.rw_read_renew(k text[], a text[]) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  UPDATE @schema.rw_reader SET expires_at = @schema.now_ms() + a[2]::bigint
+  WHERE rw_reader.key = k[1] AND rw_reader.owner = a[1] AND rw_reader.expires_at > @schema.now_ms();
+  RETURN to_jsonb(CASE WHEN FOUND THEN 1 ELSE 0 END);
+END
+$$;
+
+-- The writer's renewal: what the shared operation owned/renew (src/lua/owned/renew-1.lua: keys [writer], args
+-- [owner, lease ms], reply 1 extended | 0 not held) does for a writer key "<base>:rw:w". True when \`owner_\` holds
+-- \`key_\` and its lease now ends \`lease\` ms from now; false when it does not (an expired writer is never revived).
+CREATE OR REPLACE FUNCTION @schema.rw_writer_renew(key_ text, owner_ text, lease bigint) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  UPDATE @schema.rw_writer SET expires_at = @schema.now_ms() + lease
+  WHERE rw_writer.key = key_ AND rw_writer.owner = owner_ AND rw_writer.expires_at > @schema.now_ms();
+  RETURN FOUND;
+END
+$$;
+
 -- owned/renew until the one of the fair lock's file (fair-lock.sql, installed before this file) takes this table's
 -- keys too (by calling rw_writer_renew): created only where no owned_renew exists, so it never replaces that one.
 DO $do$
@@ -1601,7 +1742,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "71ad3fc495ed8ef0";
+export const SQL_REVISION = "5e15c04492455eb8";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
-export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["cache_claim","cache_delete","cache_fail","cache_fill","cache_get","events_mark","label_delete","label_get","label_set","latch_count_down","latch_delete","latch_state","latch_try_set","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw","owned_renew","psem_acquire","psem_acquire_each","psem_add","psem_expire","psem_force_release","psem_leases","psem_pttl","psem_release","psem_release_many","psem_renew","psem_set","psem_state","rw_force_unlock","rw_holders","rw_inspect","rw_read_acquire","rw_read_release","rw_read_renew","rw_readers","rw_withdraw","rw_write_acquire","rw_write_release","sem_acquire","sem_available","sem_delete","sem_drain","sem_exists","sem_release","sem_try_set"]);
+export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["cache_claim","cache_delete","cache_fail","cache_fill","cache_get","events_mark","label_delete","label_get","label_set","latch_count_down","latch_delete","latch_state","latch_try_set","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw","owned_renew","owned_renew","psem_acquire","psem_acquire_each","psem_add","psem_expire","psem_force_release","psem_leases","psem_pttl","psem_release","psem_release_many","psem_renew","psem_set","psem_state","rw_force_unlock","rw_holders","rw_inspect","rw_read_acquire","rw_read_release","rw_read_release","rw_read_renew","rw_read_renew","rw_readers","rw_withdraw","rw_write_acquire","rw_write_release","rw_write_release","sem_acquire","sem_available","sem_delete","sem_drain","sem_exists","sem_release","sem_try_set"]);
