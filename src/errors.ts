@@ -157,10 +157,7 @@ export class RedisConnectionError extends HoldfastError {
  * `POSTGRES_CONNECTION`.
  */
 export class PostgresConnectionError extends RedisConnectionError {
-  constructor(message: string, options?: HoldfastErrorOptions) {
-    super(message, options);
-    Object.defineProperty(this, 'code', { value: 'POSTGRES_CONNECTION', enumerable: true });
-  }
+  override readonly code: HoldfastErrorCode = 'POSTGRES_CONNECTION';
 }
 
 /**

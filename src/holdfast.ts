@@ -38,6 +38,7 @@ export interface HoldfastOptions {
    * `GlideClusterClient`, or any {@link RedisTransport}. holdfast never closes it; it opens one extra connection (a
    * duplicate; for GLIDE a client created from the same configuration) for pub/sub when something waits.
    * Give this or `postgres`, not both.
+   * @default none: give `redis` or `postgres`
    */
   redis?: unknown;
   /**
@@ -45,6 +46,7 @@ export interface HoldfastOptions {
    * operation is one statement on it (any pool works, PgBouncer in transaction mode included), and it opens one
    * connection of its own, with the pool's settings, to `LISTEN` for wake-ups while something waits. Its schema is
    * created on first use when the role may (see `schema`). Give this or `redis`, not both.
+   * @default none: give `redis` or `postgres`
    */
   postgres?: unknown;
   /**

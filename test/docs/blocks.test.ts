@@ -20,6 +20,8 @@ import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureBuilt, ROOT } from '../support/cli.js';
 import { RedisServer } from '../support/redis-server.js';
+import { randomBytes } from 'node:crypto';
+import { openPool, POSTGRES_URL } from '../support/postgres.js';
 
 const MARKER = /^<!--\s*run(\s+with holdfast)?\s*-->\s*$/;
 
@@ -105,10 +107,21 @@ function runFile(args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Pro
 
 describe('documentation code blocks', { concurrency: 4, timeout: 300_000 }, () => {
   let server: RedisServer;
+  // the PostgreSQL examples get DATABASE_URL: a database made for this run on the machine's PostgreSQL, dropped after
+  // it (the examples create holdfast's default schema in it, as they would in a user's database)
+  const database = `hf_docs_${randomBytes(5).toString('hex')}`;
+  const databaseUrl = ((): string => {
+    const u = new URL(POSTGRES_URL);
+    u.pathname = `/${database}`;
+    return u.toString();
+  })();
 
   before(async () => {
     await ensureBuilt();
     server = await RedisServer.start();
+    const admin = openPool(POSTGRES_URL, 1);
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.end();
     rmSync(DIR, { recursive: true, force: true });
     mkdirSync(DIR, { recursive: true });
     blocks.forEach((b, i) => {
@@ -141,6 +154,9 @@ describe('documentation code blocks', { concurrency: 4, timeout: 300_000 }, () =
   });
   after(async () => {
     await server?.stop();
+    const admin = openPool(POSTGRES_URL, 1);
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
   });
 
   it('finds runnable blocks in the README and in docs/', () => {
@@ -165,7 +181,7 @@ describe('documentation code blocks', { concurrency: 4, timeout: 300_000 }, () =
     it(`${b.where} (${b.lang === 'ts' ? 'TypeScript' : b.commonjs ? 'CommonJS' : 'ES module'}) runs and exits by itself`, async () => {
       const file = runName(b, i);
       const args = b.lang === 'ts' ? ['--import', 'tsx', file] : [file];
-      const r = await runFile(args, { REDIS_URL: `${server.url}/${i % 16}` }, 30_000);
+      const r = await runFile(args, { REDIS_URL: `${server.url}/${i % 16}`, DATABASE_URL: databaseUrl }, 30_000);
       assert.equal(r.code, 0, `${b.where} exited ${r.code}:\n${r.output}`);
     });
   });
