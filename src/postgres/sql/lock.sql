@@ -52,6 +52,20 @@ BEGIN
   IF random() < 0.01 THEN
     PERFORM @schema.lock_sweep(now_);
   END IF;
+  IF mode < 3 THEN
+    -- the common case first, in one statement: an owner minted for this call takes a free (or expired) lock, or the
+    -- one a release reserved for it; the token minted when the lock is taken is simply never used
+    INSERT INTO @schema.lock AS l (key, owner, holds, token, expires_at) VALUES (key_, owner_, 1, nextval('@schema.fence'), now_ + lease)
+    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, holds = 1, token = excluded.token, expires_at = excluded.expires_at
+    WHERE l.expires_at <= now_ OR (l.holds = 0 AND l.owner = excluded.owner)
+    RETURNING l.token INTO t;
+    IF FOUND THEN
+      IF wait = 2 THEN
+        DELETE FROM @schema.lock_waiter WHERE lock_waiter.key = wkey AND lock_waiter.owner = owner_;
+      END IF;
+      RETURN to_jsonb(t);
+    END IF;
+  END IF;
   SELECT * INTO r FROM @schema.lock WHERE lock.key = key_;
   IF NOT FOUND OR r.expires_at <= now_ OR (r.owner = owner_ AND r.holds = 0) THEN
     -- free (or reserved for this waiter by the release that woke it): a first hold
@@ -105,9 +119,11 @@ BEGIN
   PERFORM @schema.serialize(key_);
   now_ := @schema.now_ms();
   -- an earlier run of this very request
-  done := @schema.marker_get(marker);
-  IF done IS NOT NULL THEN
-    RETURN to_jsonb(done);
+  IF marker IS NOT NULL THEN
+    done := @schema.marker_get(marker);
+    IF done IS NOT NULL THEN
+      RETURN to_jsonb(done);
+    END IF;
   END IF;
   SELECT * INTO r FROM @schema.lock WHERE lock.key = key_ AND lock.expires_at > now_;
   IF NOT FOUND OR r.owner <> owner_ OR r.holds = 0 THEN
