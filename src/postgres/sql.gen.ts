@@ -192,8 +192,12 @@ DECLARE
   alive bigint;
   t bigint;
 BEGIN
-  PERFORM 1 FROM @schema.fair_lock_queue q WHERE q.key = queue_ AND q.expires_at > now_;
+  SELECT q.expires_at INTO alive FROM @schema.fair_lock_queue q WHERE q.key = queue_;
   IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF alive <= now_ THEN
+    -- an expired queue: gone, with its waiters and clients
     DELETE FROM @schema.fair_lock_queue q WHERE q.key = queue_;
     RETURN NULL;
   END IF;
@@ -237,6 +241,7 @@ DECLARE
   state_ttl bigint := split_part(a[5], ':', 3)::bigint;
   now_ bigint;
   r @schema.fair_lock%ROWTYPE;
+  expired boolean := false;
   current_ text;
   t bigint;
   pttl bigint;
@@ -246,9 +251,13 @@ BEGIN
   IF random() < 0.01 THEN
     PERFORM @schema.fair_lock_sweep(now_);
   END IF;
-  SELECT * INTO r FROM @schema.fair_lock l WHERE l.key = key_ AND l.expires_at > now_;
+  SELECT * INTO r FROM @schema.fair_lock l WHERE l.key = key_;
   IF FOUND THEN
-    current_ := r.owner;
+    IF r.expires_at > now_ THEN
+      current_ := r.owner;
+    ELSE
+      expired := true;
+    END IF;
   END IF;
   IF mode = '2' THEN
     -- a claim: the hold count goes from 0 to 1 (never further, so a retried claim is harmless)
@@ -263,7 +272,9 @@ BEGIN
   END IF;
   IF current_ IS NULL THEN
     -- free: the head of the queue gets it, never a newcomer (nobody queued: this owner, the common case)
-    DELETE FROM @schema.fair_lock l WHERE l.key = key_;
+    IF expired THEN
+      DELETE FROM @schema.fair_lock l WHERE l.key = key_;
+    END IF;
     current_ := @schema.fair_lock_advance(key_, queue_, now_, grant_floor);
     IF current_ IS NULL THEN
       t := nextval('@schema.fence');
@@ -683,7 +694,7 @@ $$;
 ];
 
 /** A hash of every file: the schema installed records it, and a different one is installed again. */
-export const SQL_REVISION = "7bb79018a25f9351";
+export const SQL_REVISION = "faab55d4ea618e73";
 
 /** The operations the schema defines, by function name (`lock/acquire` → `lock_acquire`). */
 export const SQL_OPERATIONS: ReadonlySet<string> = new Set(["fair_lock_acquire","fair_lock_force_unlock","fair_lock_heartbeat","fair_lock_inspect","fair_lock_leave","fair_lock_release","lock_acquire","lock_force_unlock","lock_inspect","lock_release","lock_renew","lock_waiters","lock_withdraw","owned_renew"]);

@@ -73,8 +73,12 @@ DECLARE
   alive bigint;
   t bigint;
 BEGIN
-  PERFORM 1 FROM @schema.fair_lock_queue q WHERE q.key = queue_ AND q.expires_at > now_;
+  SELECT q.expires_at INTO alive FROM @schema.fair_lock_queue q WHERE q.key = queue_;
   IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  IF alive <= now_ THEN
+    -- an expired queue: gone, with its waiters and clients
     DELETE FROM @schema.fair_lock_queue q WHERE q.key = queue_;
     RETURN NULL;
   END IF;
@@ -118,6 +122,7 @@ DECLARE
   state_ttl bigint := split_part(a[5], ':', 3)::bigint;
   now_ bigint;
   r @schema.fair_lock%ROWTYPE;
+  expired boolean := false;
   current_ text;
   t bigint;
   pttl bigint;
@@ -127,9 +132,13 @@ BEGIN
   IF random() < 0.01 THEN
     PERFORM @schema.fair_lock_sweep(now_);
   END IF;
-  SELECT * INTO r FROM @schema.fair_lock l WHERE l.key = key_ AND l.expires_at > now_;
+  SELECT * INTO r FROM @schema.fair_lock l WHERE l.key = key_;
   IF FOUND THEN
-    current_ := r.owner;
+    IF r.expires_at > now_ THEN
+      current_ := r.owner;
+    ELSE
+      expired := true;
+    END IF;
   END IF;
   IF mode = '2' THEN
     -- a claim: the hold count goes from 0 to 1 (never further, so a retried claim is harmless)
@@ -144,7 +153,9 @@ BEGIN
   END IF;
   IF current_ IS NULL THEN
     -- free: the head of the queue gets it, never a newcomer (nobody queued: this owner, the common case)
-    DELETE FROM @schema.fair_lock l WHERE l.key = key_;
+    IF expired THEN
+      DELETE FROM @schema.fair_lock l WHERE l.key = key_;
+    END IF;
     current_ := @schema.fair_lock_advance(key_, queue_, now_, grant_floor);
     IF current_ IS NULL THEN
       t := nextval('@schema.fence');
