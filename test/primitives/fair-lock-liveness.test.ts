@@ -21,10 +21,20 @@ describeEachAdapter('FairLock liveness', (ctx) => {
     const first = await clients[0]!.holdfast.fairLock('lapse', { waiterTimeout: WAITER_TIMEOUT }).acquire({ lease: LEASE });
     const t0 = performance.now();
     const got: { i: number; at: number; token: number }[] = [{ i: 0, at: 0, token: first.token }];
+    const lock = clients[0]!.holdfast.fairLock('lapse', { waiterTimeout: WAITER_TIMEOUT });
+    /** Resolves once `n` waiters have queued (those that held the lock since count too). */
+    const queued = async (n: number): Promise<void> => {
+      const deadline = performance.now() + 10_000;
+      while (got.length - 1 + (await lock.inspect()).waiters.length < n) {
+        if (performance.now() > deadline) throw new Error(`timed out waiting for ${n} waiters`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
     await Promise.all(
       clients.slice(1).map(async ({ holdfast }, j) => {
-        // queue in order
-        await new Promise((r) => setTimeout(r, 20 * j));
+        // queue in order: each waiter once the one before it has queued (a client's first wait opens its
+        // subscription, which takes longer on some stores than on others: a fixed stagger would not order them)
+        await queued(j);
         const held = await holdfast.fairLock('lapse', { waiterTimeout: WAITER_TIMEOUT }).acquire({ lease: LEASE, timeout: 20_000 });
         got.push({ i: j + 1, at: performance.now() - t0, token: held.token });
         // never released: the lease lapses
