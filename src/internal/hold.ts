@@ -48,12 +48,14 @@ export interface HoldOps {
   /** Sets `owner`'s lease to `leaseMs` from now: true if `owner` still holds it, false if not; throws when unsure. */
   renew(owner: string, leaseMs: number): Promise<boolean>;
   /**
-   * One request that releases one hold of `owner`: every try of it carries the same request id. `send(retry)` runs
-   * it once and returns the holds left (0 = released) or -1 when `owner` does not hold it; `retry` is true for every
-   * try after the first (the script then reports what an earlier run did). `holdsHere`: the owner's acquisitions
-   * in this process not yet released (a hint: 1 means this release most likely frees it).
+   * One run of the release of one hold of `owner`: the holds left (0 = released), -1 when `owner` does not hold it,
+   * -2 when holds would remain and `marker` is missing (the engine then sends it again with one, see
+   * {@link HoldOps.newMarker}). `mode`: '0', or '2' for a retry of a request whose reply was lost (the operation then
+   * reports what an earlier run of the same request did, by its marker). A primitive without markers ignores both.
    */
-  releaseRequest(owner: string, holdsHere?: number): (retry: boolean) => Promise<number>;
+  release(owner: string, mode: '0' | '2', marker: string | undefined): Promise<number>;
+  /** A new release marker's name, for a primitive whose release can answer -2 (see {@link HoldOps.release}). */
+  newMarker?(): string;
   /** Releases every hold of `owner` at once (client close, a lost reply, a failed release). */
   releaseAll(owner: string): Promise<unknown>;
   /** Errors after which a request may be sent again. @default a `RedisConnectionError` */
@@ -78,25 +80,20 @@ export interface HoldHost {
 }
 
 /**
- * A release request whose marker is made only when it is needed. The last hold of an owner here goes without one: it
- * frees the lock, and a retry of a full release needs no marker (it finds the lock gone). Should holds remain after
- * all (the owner id also holds it elsewhere), the script changes nothing and answers -2, and the request is sent
- * again, from then on with a marker (named after `name`, see `Keys.releaseMarker`). `holdsHere`: the owner's
- * acquisitions here not yet released (see {@link HoldOps.releaseRequest}). `release(mode, marker)` runs the script
- * once; `mode` is the release scripts' mode digit for one hold: '0', or '2' for a retry (every hold at once is '1').
+ * One request that releases one hold of `owner`: every try of it carries the same marker. `send(retry)` runs it once
+ * and returns the holds left (0 = released) or -1 when `owner` does not hold it; `retry` is true for every try after
+ * the first. The marker is made only when it is needed: the last hold of an owner here goes without one (it frees
+ * the lock, and a retry of a full release needs no marker: it finds the lock gone). Should holds remain after all
+ * (the owner id also holds it elsewhere), the operation changes nothing and answers -2, and the request is sent again,
+ * from then on with a marker. `holdsHere`: the owner's acquisitions here not yet released (1: this release most
+ * likely frees it).
  */
-export function markerOnDemand(
-  core: { readonly keys: { releaseMarker(name: string, requestId: string): string }; requestId(): string },
-  name: string,
-  holdsHere: number,
-  release: (mode: '0' | '2', marker: string | undefined) => Promise<number>,
-): (retry: boolean) => Promise<number> {
-  const newMarker = (): string => core.keys.releaseMarker(name, core.requestId());
-  let marker = holdsHere > 1 ? newMarker() : undefined;
+function releaseRequest(ops: HoldOps, owner: string, holdsHere: number): (retry: boolean) => Promise<number> {
+  let marker = holdsHere > 1 ? ops.newMarker?.() : undefined;
   const run = (retry: boolean): Promise<number> =>
-    release(retry ? '2' : '0', marker).then((left) => {
-      if (left !== RELEASE_REPLY.MARKER_NEEDED || marker !== undefined) return left;
-      marker = newMarker();
+    ops.release(owner, retry ? '2' : '0', marker).then((left) => {
+      if (left !== RELEASE_REPLY.MARKER_NEEDED || marker !== undefined || !ops.newMarker) return left;
+      marker = ops.newMarker();
       return run(retry);
     });
   return run;
@@ -299,7 +296,7 @@ export class Hold implements Closable, TracedHold {
 
   /** A new release request for one acquisition of this hold. */
   request(): ReleaseRequest {
-    return { send: this.table.ops.releaseRequest(this.owner, this.#holds), sent: false, heldWhenSent: undefined };
+    return { send: releaseRequest(this.table.ops, this.owner, this.#holds), sent: false, heldWhenSent: undefined };
   }
 
   /**
@@ -505,7 +502,7 @@ export class HoldTable {
       const joined = owners.length === 1 ? this.get(owners[0] as string) : undefined;
       if (!joined || joined.ended(at)) {
         const ops = this.ops;
-        const undone = Promise.all(owners.map((o) => ops.releaseRequest(o, 1)(false).catch(() => 0))).then(() => {});
+        const undone = Promise.all(owners.map((o) => releaseRequest(ops, o, 1)(false).catch(() => 0))).then(() => {});
         throw new LateGrant(this.ops.name, at - sentAt, undone);
       }
     }

@@ -20,7 +20,7 @@ import { mayHaveRun } from '../script.js';
 import { AcquireParams, type BaseAcquireOptions } from './acquire.js';
 import { onRelease, waitUntilFree, waitUntilFreeParams, type EventSource, type ReleaseEvent, type WaitUntilFreeOptions } from './events.js';
 import type { Held } from './held.js';
-import { HoldTable, markerOnDemand, type Hold, type HoldOps, type LeasedHeld } from './hold.js';
+import { HoldTable, type Hold, type HoldOps, type LeasedHeld } from './hold.js';
 import { checkReplicaSync, waitReplicas, type ReplicaSync } from './replica-sync.js';
 import { runHolding } from './scope.js';
 import { traceAcquire } from './trace.js';
@@ -127,9 +127,11 @@ export class Template<H extends LeasedHeld> implements HoldOps {
   renew(owner: string, leaseMs: number): Promise<boolean> {
     return this.spec.renew(owner, leaseMs);
   }
-  /** One release request: the last hold of an owner here goes without a release marker (see `markerOnDemand`). */
-  releaseRequest(owner: string, holdsHere = 1): (retry: boolean) => Promise<number> {
-    return markerOnDemand(this.core, this.name, holdsHere, (mode, marker) => this.spec.release(owner, mode, marker));
+  release(owner: string, mode: '0' | '2', marker: string | undefined): Promise<number> {
+    return this.spec.release(owner, mode, marker);
+  }
+  newMarker(): string {
+    return this.core.keys.releaseMarker(this.name, this.core.requestId());
   }
   releaseAll(owner: string): Promise<unknown> {
     return this.spec.release(owner, '1', undefined); // every hold at once: nothing remains, so no marker

@@ -430,8 +430,8 @@ class ElectionOps implements HoldOps {
     return (await this.core.run(scripts['election/renew'], [this.key], [owner, leaseMs])) === 1;
   }
 
-  releaseRequest(owner: string): (retry: boolean) => Promise<number> {
-    return () => this.core.run(scripts['election/resign'], [this.key], [owner, this.channel]);
+  release(owner: string): Promise<number> {
+    return this.core.run(scripts['election/resign'], [this.key], [owner, this.channel]);
   }
 
   releaseAll(owner: string): Promise<unknown> {

@@ -93,7 +93,7 @@ export class RedlockSemaphore {
           if (results.filter((r) => r.status === 'not-held').length > n - quorum) return false;
           throw new QuorumNotReachedError(name, 'extend', quorum, results);
         },
-        releaseRequest: (owner) => async () => {
+        release: async (owner) => {
           const results = await this.#releaseEverywhere(owner, this.#slots.get(owner) ?? []);
           const answered = results.filter((r) => r.status !== 'error').length;
           if (answered < quorum) throw new QuorumNotReachedError(name, 'release', quorum, results);

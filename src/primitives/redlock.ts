@@ -254,7 +254,7 @@ export class RedlockLock {
           if (outcome.notHeld > n - quorum) return false;
           throw new QuorumNotReachedError(name, 'extend', quorum, outcome.results);
         },
-        releaseRequest: (owner) => async () => {
+        release: async (owner) => {
           const results = await this.releaseEverywhere(owner);
           const answered = results.filter((r) => r.status !== 'error').length;
           if (answered < quorum) throw new QuorumNotReachedError(name, 'release', quorum, results);
