@@ -4,6 +4,7 @@
  */
 import type { Core } from '../core.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration, optSignal } from './validate.js';
+import { checkLease } from './lease.js';
 
 /** The acquire options every owner-held primitive takes. */
 export interface BaseAcquireOptions {
@@ -42,7 +43,8 @@ export class AcquireParams<O extends BaseAcquireOptions = BaseAcquireOptions> {
     if (opts !== NO_OPTIONS) checkKnownKeys(opts, known);
     this.options = opts;
     this.timeout = optDuration(opts.timeout, 'options.timeout', 0) ?? (required ? undefined : 0);
-    const fixedLease = (this.fixedLease = optDuration(opts.lease, 'options.lease'));
+    const given = optDuration(opts.lease, 'options.lease');
+    const fixedLease = (this.fixedLease = given === undefined ? undefined : checkLease(given, 'options.lease'));
     this.signal = optSignal(opts.signal, 'options.signal');
     if (opts.owner !== undefined) checkName(opts.owner, 'options.owner');
     core.assertOpen();

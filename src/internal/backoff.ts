@@ -27,6 +27,11 @@ export const ZOOKEEPER_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
  * looks again, at most, after each attempt that found the primitive taken (5, 10, 20 … 200 ms).
  */
 export const POLL_BACKOFF: Backoff = { firstMs: 5, capMs: 200 };
+/**
+ * A waiter whose grant came past its lease (replies slower than the lease, see `LateGrant`), asking again: at most a
+ * few times a second while grants keep coming late (50, 100 … 1000 ms).
+ */
+export const LATE_GRANT_BACKOFF: Backoff = { firstMs: 50, capMs: 1000 };
 /** The listening connection of a PostgreSQL store, lost: its reconnects (100, 200 … 2000 ms). */
 export const LISTEN_BACKOFF: Backoff = { firstMs: 100, capMs: 2000 };
 /** An election's `run()` whose campaign could not reach the store, campaigning again (100, 200 … 2000 ms). */

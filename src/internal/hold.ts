@@ -33,7 +33,7 @@ import { RELEASE_REPLY } from '../lua/codes.js';
 import { didNotRun } from '../script.js';
 import { now } from './clock.js';
 import { Held } from './held.js';
-import { deadlineOf, Lease, validityLeft } from './lease.js';
+import { checkLease, deadlineOf, Lease, validityLeft } from './lease.js';
 import { backoff, BACKGROUND_BACKOFF, RELEASE_BACKOFF } from './backoff.js';
 import { fingerprint } from '../diagnostics.js';
 import { kindOf, publishLost, traceRenew, type HeldFacts, type TracedHold } from './trace.js';
@@ -434,8 +434,9 @@ export class Hold implements Closable, TracedHold {
    * @throws {LockNotHeldError} when no longer held (or already released)
    */
   async extend(leaseMs: unknown, released: boolean): Promise<void> {
-    const lease = optDuration(leaseMs, 'leaseMs');
-    if (lease === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    const given = optDuration(leaseMs, 'leaseMs');
+    if (given === undefined) throw new TypeError('leaseMs must be a number of milliseconds, got undefined');
+    const lease = checkLease(given, 'leaseMs');
     const ops = this.table.ops;
     const name = ops.name;
     if (released) throw new LockNotHeldError(name, `${ops.kind} "${name}" was already released`);

@@ -39,6 +39,23 @@ export function driftOf(leaseMs: number): number {
   return Math.floor(leaseMs * 0.01) + 2;
 }
 
+/** The shortest lease holdfast accepts: the least that leaves a grant 1 ms of validity after {@link driftOf}. */
+export const MIN_LEASE_MS = 3;
+
+/**
+ * `leaseMs`, when a grant under it can ever be counted on: a lease no longer than the drift allowance leaves none, so
+ * every grant would come too late and be undone, again and again.
+ * @throws {RangeError} for a lease shorter than {@link MIN_LEASE_MS}, saying why and what to do
+ */
+export function checkLease(leaseMs: number, what: string): number {
+  if (leaseMs - driftOf(leaseMs) < 1) {
+    throw new RangeError(
+      `${what} (${leaseMs} ms) is no longer than the ${driftOf(leaseMs)} ms kept back for clock drift (2 ms + 1 %): a grant could never be counted on. Use at least ${MIN_LEASE_MS} ms, and more than a round trip to the store`,
+    );
+  }
+  return leaseMs;
+}
+
 /**
  * The one validity rule of every lease, the hold engine's and Redlock's alike: a lease of `leaseMs` set by a request
  * sent at `sentAt` (monotonic) counts until `sentAt + leaseMs − drift`. An infinite lease never ends.

@@ -25,6 +25,7 @@ import { checkReplicaSync, waitReplicas, type ReplicaSync } from './replica-sync
 import { runHolding } from './scope.js';
 import { traceAcquire } from './trace.js';
 import { checkKnownKeys, checkName, checkOptions, optDuration } from './validate.js';
+import { checkLease } from './lease.js';
 import { refusedWhileMigrating, waitFor, type Attempt } from './wait.js';
 
 export type { ReleaseMode } from '../lua/codes.js';
@@ -244,7 +245,8 @@ export class Template<H extends LeasedHeld> implements HoldOps {
     const owner = checkName(ownerId, what);
     const opts = checkOptions<{ lease?: number }>(options);
     checkKnownKeys(opts, ADOPT_KEYS);
-    const lease = optDuration(opts.lease, 'options.lease');
+    const given = optDuration(opts.lease, 'options.lease');
+    const lease = given === undefined ? undefined : checkLease(given, 'options.lease');
     this.core.assertOpen();
     const adopted = await this.table.adopt(owner, lease ?? this.core.settings.watchdogLease, lease === undefined);
     if (!adopted) throw new LockNotHeldError(this.name, `${this.kind} "${this.name}" is not held by the owner to adopt`);

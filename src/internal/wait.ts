@@ -6,13 +6,17 @@
 import type { Core } from '../core.js';
 import type { AcquireContext } from '../diagnostics.js';
 import { didNotRun } from '../script.js';
-import { pauseAfter, POLL_BACKOFF } from './backoff.js';
+import { LATE_GRANT_BACKOFF, pauseAfter, POLL_BACKOFF } from './backoff.js';
+import { sleep as pause } from './sleep.js';
 import { now } from './clock.js';
 import { LateGrant } from './hold.js';
 import type { Listener } from './notifier.js';
 
-/** What one attempt returned: the prize, or how long at most to sleep before the next attempt. */
-export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number };
+/**
+ * What one attempt returned: the prize, or how long at most to sleep before the next attempt. `late`: the store
+ * granted it, but the reply came past its lease and the grant was undone (see `LateGrant`).
+ */
+export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number; late?: true };
 
 /**
  * How long a waiter sleeps (at most: a message wakes it sooner) after an attempt that found the lock held, from the
@@ -30,14 +34,14 @@ const MIGRATING_RETRY_MS = 50;
 /**
  * For an attempt that rejected with `error`: a busy outcome, to try again, in two cases; else `error` is thrown again.
  * - A grant that came past its lease ({@link LateGrant}, see `HoldTable.held`): no grant. Once it is undone, the
- *   attempt reads as busy with no wait (a single attempt then finds nothing; a wait tries again at once, within its
- *   timeout).
+ *   attempt reads as busy and `late` (a single attempt then finds nothing; a wait tries again after a pause of the
+ *   late-grant backoff, within its timeout: never at once, or replies that keep coming late would make a hot loop).
  * - The attempt's script surely did not run because its slot is being migrated (see `didNotRun`) and the caller waits
  *   (`timeout` not 0): try again shortly. A migration refuses a script whose keys are not all on one node until it
  *   ends, which can outlast `commandTimeout`: the acquisition's own `timeout` bounds the wait instead.
  */
 export function refusedWhileMigrating<T>(error: unknown, timeout: number | undefined): Attempt<T> | Promise<Attempt<T>> {
-  if (error instanceof LateGrant) return error.undone.then((): Attempt<T> => ({ done: false, retryInMs: 0 }));
+  if (error instanceof LateGrant) return error.undone.then((): Attempt<T> => ({ done: false, retryInMs: 0, late: true }));
   if (timeout === 0 || !didNotRun(error)) throw error;
   return { done: false, retryInMs: MIGRATING_RETRY_MS };
 }
@@ -93,6 +97,8 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
   let listener: Listener | undefined;
   let gaveUp = true;
   let polls = 0;
+  /** Grants in a row that came too late (see `LATE_GRANT_BACKOFF`). */
+  let late = 0;
   try {
     if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
       listener = await core.notifier.listen(opts.channel, opts.tag);
@@ -118,6 +124,13 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       if (timeout === 0) return null;
       if (result.retryInMs > 0) core.notifier.setBusyFor(opts.channel, result.retryInMs);
       if (now() >= deadline) return null;
+      if (result.late) {
+        // the grant came past its lease and was undone: pause before asking again, and do not let the wake-up that
+        // the undo itself published cut the pause short
+        await pause(Math.min(pauseAfter(LATE_GRANT_BACKOFF, ++late), Math.max(0, deadline - now())), signal);
+        continue;
+      }
+      late = 0;
       if (!listener) {
         listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping
