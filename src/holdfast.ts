@@ -265,6 +265,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
    * @returns how many old counters were carried over
    */
   async migrateFencingCounters(options: { count?: number } = {}): Promise<number> {
+    redisOnly(this.core, 'holdfast.migrateFencingCounters()', 'it carries Redis keys of an earlier layout over; a PostgreSQL schema has one fencing sequence');
     const opts = checkOptions<{ count?: number }>(options);
     checkKnownKeys(opts, ['count']);
     const count = opts.count === undefined ? 1000 : checkDuration(opts.count, 'options.count');
@@ -329,6 +330,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
    * aborting runs in progress through their signal.
    */
   scheduler(options?: SchedulerOptions): Scheduler {
+    redisOnly(this.core, 'holdfast.scheduler()');
     this.core.assertOpen();
     return new Scheduler(this.core, options);
   }
@@ -348,6 +350,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
 
   /** A stock (non-negative counter) split into segments, taken from atomically without oversell (cheap; no Redis call). */
   segmentedStock(name: string, options?: SegmentedStockOptions): SegmentedStock {
+    redisOnly(this.core, 'holdfast.segmentedStock()');
     return new SegmentedStock(this.core, name, options);
   }
 
@@ -381,6 +384,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
 
   /** A Redis value guarded by fencing tokens: writes with a token older than the last accepted one are rejected. */
   fencedKey(name: string): FencedKey {
+    redisOnly(this.core, 'holdfast.fencedKey()', 'it guards a Redis value; on PostgreSQL keep the data in the database and check the token in its transaction');
     return new FencedKey(this.core, checkName(name));
   }
 
@@ -389,6 +393,7 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
    * `leader()` and `observe()` to follow who leads. `close()` resigns every leadership of this client.
    */
   election(name: string, options?: ElectionOptions): Election {
+    redisOnly(this.core, 'holdfast.election()');
     return new Election(this.core, checkName(name), options);
   }
 
@@ -410,4 +415,13 @@ export class Holdfast extends EventEmitter<HoldfastEvents> {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * Throws at once, naming `what`, on a client whose store is not Redis: a primitive that runs on Redis only for now
+ * would otherwise fail later, at its first operation.
+ */
+function redisOnly(core: Core, what: string, why?: string): void {
+  if (core.store.kind === 'redis') return;
+  throw new TypeError(`${what} is Redis-only for now: it is not available on a holdfast client on PostgreSQL${why === undefined ? '' : ` (${why})`}`);
 }

@@ -131,7 +131,12 @@ export class PostgresStore implements Store, Diagnosable {
       this.#warnPolling(why);
     });
     this.#listener = listener;
-    return listener.start().then(() => listener);
+    // subscribing registers the channel in the schema's listener table: the schema is installed first (a wait can
+    // subscribe before any operation ran, e.g. waitUntilFree)
+    const ready = this.#ready === true ? Promise.resolve() : this.#ensureSchema().catch((error: unknown) => {
+      throw this.#toError(error, 'installing the schema');
+    });
+    return ready.then(() => listener.start()).then(() => listener);
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { LockNotHeldError, type Holdfast, type PermitExpirableSemaphore } from '../../src/index.js';
+import { openLeftBehind, type LeftBehind } from '../support/left-behind.js';
 import { redlockNodes } from '../support/redlock.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
@@ -39,21 +40,21 @@ describeEachAdapter('A release tells the truth', (ctx) => {
   });
 });
 
-/** Keys left under `pattern` on the server at `port` (the fencing counters, which persist by design, excluded). */
-async function keysLeft(direct: Redis, pattern: string): Promise<string[]> {
-  return (await direct.keys(pattern)).filter((k) => !k.endsWith(':fence'));
-}
+/** Reads what is left of a name on one node (the fencing counters, which persist by design, excluded). */
+type Left = (name: string) => Promise<string[]>;
+
+/** Keys left under `pattern` on a Redis node (the fencing counters excluded). */
+const keysLeft =
+  (direct: Redis, pattern: (name: string) => string): Left =>
+  async (name) =>
+    (await direct.keys(pattern(name))).filter((k) => !k.endsWith(':fence'));
 
 /**
  * Releases at the watchdog's tick: `rounds` holds in `streams` parallel streams, each released `at` ms after it was
- * acquired (around the 80 ms renewal), then the keys are read on every node right after `release()` resolved.
+ * acquired (around the 80 ms renewal), then what is left of the name is read on every node right after `release()`
+ * resolved.
  */
-async function releaseAtTheTick(
-  nodes: readonly Redis[],
-  rounds: number,
-  take: (name: string) => Promise<{ release(): Promise<void> }>,
-  pattern: (name: string) => string,
-): Promise<string[]> {
+async function releaseAtTheTick(nodes: readonly Left[], rounds: number, take: (name: string) => Promise<{ release(): Promise<void> }>): Promise<string[]> {
   const left: string[] = [];
   const streams = 10;
   await Promise.all(
@@ -63,7 +64,7 @@ async function releaseAtTheTick(
         const held = await take(name);
         await sleep(76 + (i % 8)); // 76–83 ms: before, at and after the 80 ms renewal
         await held.release();
-        for (const node of nodes) left.push(...(await keysLeft(node, pattern(name))));
+        for (const node of nodes) left.push(...(await node(name)));
       }
     }),
   );
@@ -86,27 +87,40 @@ describeEachAdapter(
 
     test(`Redlock: ${ROUNDS} releases at the renewal tick leave no key on any node`, async () => {
       const redlock = nodes.make({ watchdogInterval: 80 });
-      const left = await releaseAtTheTick(direct, ROUNDS, (n) => redlock.lock(n).acquire(), (n) => `${redlock.keys.prefix}{${n}}:*`);
+      const left = await releaseAtTheTick(
+        direct.map((d) => keysLeft(d, (n) => `${redlock.keys.prefix}{${n}}:*`)),
+        ROUNDS,
+        (n) => redlock.lock(n).acquire(),
+      );
       assert.deepEqual(left, []);
     });
 
     test(`Redlock semaphore: ${ROUNDS} releases at the renewal tick leave no permit on any node`, async () => {
       const redlock = nodes.make({ watchdogInterval: 80 });
-      const left = await releaseAtTheTick(direct, ROUNDS, (n) => redlock.semaphore(n, { permits: 2 }).acquire(), (n) => `${redlock.keys.prefix}{${n}}:*`);
+      const left = await releaseAtTheTick(
+        direct.map((d) => keysLeft(d, (n) => `${redlock.keys.prefix}{${n}}:*`)),
+        ROUNDS,
+        (n) => redlock.semaphore(n, { permits: 2 }).acquire(),
+      );
       assert.deepEqual(left, []);
     });
   },
-  { servers: 3 },
+  { servers: 3, notOnPostgres: 'Redlock needs a quorum of independent Redis servers: it has no meaning on one PostgreSQL' },
 );
 
 describeEachAdapter('A release is final (single Redis)', (ctx) => {
-  let direct: Redis;
-  before(() => {
-    direct = new Redis(ctx.server.url);
+  let store: LeftBehind;
+  before(async () => {
+    store = await openLeftBehind(ctx);
   });
-  after(() => {
-    direct.disconnect();
+  after(async () => {
+    await store.close();
   });
+  /** What is left of a name of `h` (on PostgreSQL: rows naming its records; tokens come from one sequence there). */
+  const leftOf =
+    (h: Holdfast): Left =>
+    async (name) =>
+      (await store.under(`${h.core.keys.prefix}{${name}}:`)).filter((k) => !k.endsWith(':fence'));
 
   const cases: [string, (h: Holdfast, n: string) => Promise<{ release(): Promise<void> }>][] = [
     ['Lock', (h, n) => h.lock(n).acquire()],
@@ -117,7 +131,7 @@ describeEachAdapter('A release is final (single Redis)', (ctx) => {
   for (const [kind, take] of cases) {
     test(`${kind}: ${ROUNDS} releases at the renewal tick leave nothing held`, async () => {
       const h = (await ctx.open({ prefix: `final-${kind.replace(' ', '-')}-${Math.random().toString(36).slice(2, 6)}:`, watchdogInterval: 80 })).holdfast;
-      const left = await releaseAtTheTick([direct], ROUNDS, (n) => take(h, n), (n) => `${h.core.keys.prefix}{${n}}:*`);
+      const left = await releaseAtTheTick([leftOf(h)], ROUNDS, (n) => take(h, n));
       assert.deepEqual(left, []);
     });
   }
@@ -126,7 +140,7 @@ describeEachAdapter('A release is final (single Redis)', (ctx) => {
     const h = (await ctx.open({ prefix: `final-permit-${Math.random().toString(36).slice(2, 6)}:`, watchdogInterval: 80 })).holdfast;
     const sems = new Map<string, PermitExpirableSemaphore>();
     const left = await releaseAtTheTick(
-      [direct],
+      [async () => []],
       ROUNDS,
       async (n) => {
         const sem = h.permitExpirableSemaphore(n);
@@ -134,7 +148,6 @@ describeEachAdapter('A release is final (single Redis)', (ctx) => {
         await sem.trySetPermits(1);
         return sem.acquire();
       },
-      () => '-',
     );
     assert.deepEqual(left, []);
     for (const [n, sem] of sems) assert.equal(await sem.availablePermits(), 1, `permit of ${n} back`);

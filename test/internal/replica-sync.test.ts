@@ -68,7 +68,7 @@ describeEachAdapter('replicaSync', (ctx) => {
       await dispose();
     }
   });
-}, { server: { args: ['--repl-diskless-sync-delay', '0'] }, requiresServer: 'starts a replica of the server (an in-process store has no replicas)' });
+}, { server: { args: ['--repl-diskless-sync-delay', '0'] }, requiresServer: 'starts a replica of the server (an in-process store has no replicas)', notOnPostgres: 'replicaSync waits for Redis replicas (WAIT): a Redis server feature' });
 
 /** Every owner-held primitive: how to take it, and whether it is still taken. */
 const PRIMITIVES: {
@@ -121,4 +121,4 @@ describeEachAdapter('replicaSync on every primitive (a standalone server: no rep
       }
     });
   }
-}, { requiresServer: 'WAIT counts the replicas of a Redis server' });
+}, { requiresServer: 'WAIT counts the replicas of a Redis server', notOnPostgres: 'replicaSync waits for Redis replicas (WAIT): a Redis server feature' });

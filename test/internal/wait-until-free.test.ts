@@ -1,14 +1,28 @@
 /**
  * The shared `waitUntilFree` loop (internal/events.ts) on a real subscription: a signal aborted while the loop looks
  * (after it subscribed) ends the wait instead of leaving it asleep forever; a message its `freeOn` does not accept
- * makes it look again rather than return.
+ * makes it look again rather than return. The messages are sent as the store sends a wake-up: PUBLISH on Redis, the
+ * schema's notify() on PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type pg from 'pg';
 import { waitUntilFree } from '../../src/internal/events.js';
+import { postgresUrlOf } from '../support/clients.js';
 import { describeEachAdapter, sleep } from '../support/suite.js';
 
 describeEachAdapter('waitUntilFree loop', (ctx) => {
+  /** Sends `message` to the waiters on `channel`, as an operation of the store does. */
+  async function publish(channel: string, message: string): Promise<void> {
+    if (!ctx.adapter.postgres) {
+      await ctx.holdfast.core.command(['PUBLISH', channel, message], channel);
+      return;
+    }
+    const pool = (await ctx.open()).redis as pg.Pool;
+    const { schema } = postgresUrlOf(ctx.urls[0]!);
+    await pool.query(`SELECT "${schema}".notify($1, $2)`, [channel, message]);
+  }
+
   test('an abort while it looks ends the wait', async () => {
     const controller = new AbortController();
     let looks = 0;
@@ -31,9 +45,9 @@ describeEachAdapter('waitUntilFree loop', (ctx) => {
     let looks = 0;
     const waiting = waitUntilFree(core, 'wuf-free-on', async () => (looks++, 60_000), 20_000, undefined, (m) => m === 'free');
     while (looks < 2) await sleep(10); // subscribed, asleep
-    await core.command(['PUBLISH', 'wuf-free-on', 'busy'], 'wuf-free-on');
+    await publish('wuf-free-on', 'busy');
     while (looks < 3) await sleep(10);
-    await core.command(['PUBLISH', 'wuf-free-on', 'free'], 'wuf-free-on');
+    await publish('wuf-free-on', 'free');
     assert.equal(await waiting, true);
     assert.equal(looks, 3);
   });

@@ -99,5 +99,5 @@ describeEachAdapter(
       }
     });
   },
-  { server: { args: AOF }, requiresServer: 'starts a replica of a redis-server with an append-only file' },
+  { server: { args: AOF }, requiresServer: 'starts a replica of a redis-server with an append-only file', notOnPostgres: 'WAITAOF (the append-only file of a Redis server and its replica) is a Redis server feature' },
 );
