@@ -121,6 +121,8 @@ export class LateGrant extends Error {
     readonly tookMs: number,
     /** Settles once the grant was undone (or the undo failed: the lease bounds it). */
     readonly undone: Promise<void>,
+    /** The lease asked for, in ms. */
+    readonly leaseMs: number,
   ) {
     super(`the grant of "${name}" came ${Math.round(tookMs)} ms after its request, past its lease: not held`);
     this.name = 'LateGrant';
@@ -504,7 +506,7 @@ export class HoldTable {
       if (!joined || joined.ended(at)) {
         const ops = this.ops;
         const undone = Promise.all(owners.map((o) => releaseRequest(ops, o, 1)(false).catch(() => 0))).then(() => {});
-        throw new LateGrant(this.ops.name, at - sentAt, undone);
+        throw new LateGrant(this.ops.name, at - sentAt, undone, firstLeaseMs ?? leaseMs);
       }
     }
     return owners.map((owner) => this.#record(owner, token, sentAt, leaseMs, watchdog, firstLeaseMs));

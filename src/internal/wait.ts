@@ -16,7 +16,7 @@ import type { Listener } from './notifier.js';
  * What one attempt returned: the prize, or how long at most to sleep before the next attempt. `late`: the store
  * granted it, but the reply came past its lease and the grant was undone (see `LateGrant`).
  */
-export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number; late?: true };
+export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: number; late?: LateGrant };
 
 /**
  * How long a waiter sleeps (at most: a message wakes it sooner) after an attempt that found the lock held, from the
@@ -27,6 +27,12 @@ export type Attempt<T> = { done: true; value: T } | { done: false; retryInMs: nu
 export function retryAfterPttl(pttl: number): number {
   return pttl === -2 ? 0 : pttl;
 }
+
+/**
+ * Late grants in a row (each one's round trip alone outlasted its lease) after which a wait gives up with a
+ * `RangeError`: the lease cannot be honoured by this client's store at its current speed.
+ */
+const HOPELESS_GRANTS = 3;
 
 /** How soon a waiter tries again after a Redis Cluster slot in migration refused its attempt. */
 const MIGRATING_RETRY_MS = 50;
@@ -41,7 +47,7 @@ const MIGRATING_RETRY_MS = 50;
  *   ends, which can outlast `commandTimeout`: the acquisition's own `timeout` bounds the wait instead.
  */
 export function refusedWhileMigrating<T>(error: unknown, timeout: number | undefined): Attempt<T> | Promise<Attempt<T>> {
-  if (error instanceof LateGrant) return error.undone.then((): Attempt<T> => ({ done: false, retryInMs: 0, late: true }));
+  if (error instanceof LateGrant) return error.undone.then((): Attempt<T> => ({ done: false, retryInMs: 0, late: error }));
   if (timeout === 0 || !didNotRun(error)) throw error;
   return { done: false, retryInMs: MIGRATING_RETRY_MS };
 }
@@ -97,8 +103,8 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
   let listener: Listener | undefined;
   let gaveUp = true;
   let polls = 0;
-  /** Grants in a row that came too late (see `LATE_GRANT_BACKOFF`). */
-  let late = 0;
+  /** The round trips of the grants in a row that came too late (see `LATE_GRANT_BACKOFF`). */
+  const slower: number[] = [];
   try {
     if (opts.listenFirst && timeout !== 0 && core.notifier.isSubscribed(opts.channel)) {
       listener = await core.notifier.listen(opts.channel, opts.tag);
@@ -125,12 +131,21 @@ export async function waitFor<T>(core: Core, opts: WaitOptions<T>): Promise<T | 
       if (result.retryInMs > 0) core.notifier.setBusyFor(opts.channel, result.retryInMs);
       if (now() >= deadline) return null;
       if (result.late) {
+        // a lease the round trips keep outlasting can never be honoured: say so instead of trying for ever
+        // (a grant is late when its round trip alone outlasted the lease less the drift allowance)
+        const grant = result.late;
+        slower.push(grant.tookMs);
+        if (slower.length >= HOPELESS_GRANTS) {
+          throw new RangeError(
+            `the lease of "${opts.name}" (${grant.leaseMs} ms) is shorter than the round trips to the store: the last ${slower.length} grants came ${slower.map((ms) => Math.round(ms)).join(', ')} ms after their requests, past the lease, and were undone. Use a lease well above the round trip (or the watchdog: no lease)`,
+          );
+        }
         // the grant came past its lease and was undone: pause before asking again, and do not let the wake-up that
         // the undo itself published cut the pause short
-        await pause(Math.min(pauseAfter(LATE_GRANT_BACKOFF, ++late), Math.max(0, deadline - now())), signal);
+        await pause(Math.min(pauseAfter(LATE_GRANT_BACKOFF, slower.length), Math.max(0, deadline - now())), signal);
         continue;
       }
-      late = 0;
+      slower.length = 0;
       if (!listener) {
         listener = await core.notifier.listen(opts.channel, opts.tag);
         continue; // subscribed: try once more before sleeping
