@@ -170,7 +170,7 @@ describe('holdfast exec (built CLI, real Redis)', { timeout: 300_000 }, () => {
 });
 
 describe('holdfast --help and unknown commands (built CLI)', () => {
-  const COMMANDS = ['exec', 'inspect', 'list', 'unlock', 'jobs', 'dashboard', 'demo'];
+  const COMMANDS = ['exec', 'inspect', 'list', 'unlock', 'jobs', 'dashboard', 'demo', 'migrate'];
 
   it('list every command, and each command has its own --help', async () => {
     await ensureBuilt();

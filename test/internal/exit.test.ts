@@ -11,6 +11,7 @@ import { spawnWorker, waitForExit, waitForLine } from '../support/process.js';
 import { until } from '../support/redis-cli.js';
 import { RedisServer } from '../support/redis-server.js';
 import { sleep } from '../support/suite.js';
+import { createTestSchema, dropSchema, POSTGRES_URL } from '../support/postgres.js';
 
 const FIXTURE = join(import.meta.dirname, 'fixtures', 'forgets-close.ts');
 /** The subscriber closes this long after its last channel goes idle (the notifier's idle unsubscription). */
@@ -31,7 +32,10 @@ describe('a script that forgets holdfast.close()', { timeout: 120_000 }, () => {
     it(`exits by itself after a contended acquisition (${adapter.name})`, async (t) => {
       // the in-process backend's own exit test is in test/memory/memory.test.ts
       if (adapter.inProcess) return void t.skip('the child connects to a redis-server by URL: an in-process store lives in one process');
-      const child = spawnWorker(FIXTURE, [adapter.name, server.url]);
+      const schema = adapter.postgres ? createTestSchema('exit') : undefined;
+      t.after(() => (schema === undefined ? undefined : dropSchema(schema)));
+      const url = schema === undefined ? server.url : `${POSTGRES_URL}?holdfast_schema=${schema}`;
+      const child = spawnWorker(FIXTURE, [adapter.name, url]);
       const exited = waitForExit(child, 60_000);
       const waited = Number((await waitForLine(child, /^waited \d+$/)).split(' ')[1]);
       // the second acquisition really waited for the first one's release (the release comes after 300 ms)
@@ -68,6 +72,7 @@ describe('the subscriber connection after it closed for being idle', { timeout: 
   for (const adapter of allAdapters) {
     it(`closes ${IDLE_MS} ms after the last wait and opens again for the next one, which pub/sub still wakes (${adapter.name})`, async (t) => {
       if (adapter.inProcess) return void t.skip("counts subscribed connections in the server's CLIENT LIST: an in-process store has no connections");
+      if (adapter.postgres) return void t.skip("not on PostgreSQL: counts subscribed connections in Redis' CLIENT LIST (that the listening connection closes when idle is what lets the process exit, tested above)");
       const a = await makeHoldfast(adapter, server.url);
       const b = await makeHoldfast(adapter, server.url, { prefix: a.holdfast.core.keys.prefix });
       try {

@@ -37,7 +37,7 @@ void describe('through PgBouncer in transaction mode (waiters poll)', { concurre
       const failures = run.output.split('\n').filter((line) => /^\s*not ok /.test(line));
       assert.equal(run.fail, 0, `failures:\n${failures.join('\n')}\n${run.output.slice(-4000)}`);
       assert.equal(run.code, 0);
-      assert.ok(run.pass >= 10, `the suite ran (${run.pass} passed)`);
+      assert.ok(run.pass >= 5, `the suite ran (${run.pass} passed)`);
       assert.match(run.output, /waiters poll instead of being woken by NOTIFY/, 'the POLLING warning was given');
     });
   }

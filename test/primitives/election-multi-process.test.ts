@@ -8,8 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import { Holdfast } from '../../src/index.js';
 import { adapters as allSelected, makeHoldfast, serverAdapter } from '../support/clients.js';
 
-/** Candidates in other processes meet on one redis-server: the adapters that connect to one (never the in-process store). */
-const serverSide = allSelected.filter((a) => !a.inProcess);
+/**
+ * Candidates in other processes meet on one redis-server: the adapters that connect to one (never the in-process
+ * store; not PostgreSQL, where the election comes later).
+ */
+const serverSide = allSelected.filter((a) => !a.inProcess && !a.postgres);
 const adapters = serverSide.length > 0 ? serverSide : [serverAdapter];
 import { RedisServer } from '../support/redis-server.js';
 import { WorkerProcess } from '../support/processes.js';
