@@ -65,14 +65,14 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
   });
 
   test('FairLock across processes: woken by the release over pub/sub; onRelease hears it; a hand-off is a release', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `fev${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const lock = holdfast.fairLock('fev-proc');
     const heard: ReleaseEvent[] = [];
     const unsubscribe = await lock.onRelease((e) => heard.push(e));
     // a 60 s fixed lease: only the release can end the wait within its 20 s
-    const child = spawnWorker(worker, ['hold-release-fair', ctx.adapter.name, ctx.server.url, prefix, 'fev-proc', '400', '60000']);
+    const child = spawnWorker(worker, ['hold-release-fair', ctx.adapter.name, ctx.urls[0]!, prefix, 'fev-proc', '400', '60000']);
     try {
       await waitForLine(child, /^held /);
       assert.equal(await lock.isLocked(), true);
@@ -127,13 +127,13 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
   });
 
   test('ReadWriteLock.waitUntilFree across processes: readers of another process; free = neither a writer nor readers', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwev${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const rw = holdfast.readWriteLock('rwev');
     const heard: ReleaseEvent[] = [];
     const unsubscribe = await rw.onRelease((e) => heard.push(e));
-    const child = spawnWorker(worker, ['hold-release-read', ctx.adapter.name, ctx.server.url, prefix, 'rwev', '400', '60000']);
+    const child = spawnWorker(worker, ['hold-release-read', ctx.adapter.name, ctx.urls[0]!, prefix, 'rwev', '400', '60000']);
     try {
       await waitForLine(child, /^held /);
       assert.equal(await rw.readLock().waitUntilFree({ timeout: 0 }), true, 'a reader would be let in beside a reader');
@@ -174,11 +174,11 @@ describeEachAdapter('FairLock and ReadWriteLock events', (ctx) => {
   });
 
   test('ReadLock.waitUntilFree: waits while a writer holds or waits; woken by the writer of another process', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwr${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const rw = holdfast.readWriteLock('rwr');
-    const child = spawnWorker(worker, ['hold-release-write', ctx.adapter.name, ctx.server.url, prefix, 'rwr', '400', '60000']);
+    const child = spawnWorker(worker, ['hold-release-write', ctx.adapter.name, ctx.urls[0]!, prefix, 'rwr', '400', '60000']);
     try {
       await waitForLine(child, /^held /);
       assert.equal(await rw.readLock().waitUntilFree({ timeout: 100 }), false, 'a writer holds it');

@@ -32,9 +32,9 @@ describeEachAdapter('Lock events', (ctx) => {
   });
 
   test('waitUntilFree across processes: woken by the other process release over pub/sub', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `ev${ctx.adapter.name}:`;
-    const child = spawnWorker(worker, ['hold-release', ctx.adapter.name, ctx.server.url, prefix, 'ev-proc', '600']);
+    const child = spawnWorker(worker, ['hold-release', ctx.adapter.name, ctx.urls[0]!, prefix, 'ev-proc', '600']);
     try {
       await waitForLine(child, /^held /);
       const { holdfast } = await ctx.open({ prefix });
@@ -52,9 +52,9 @@ describeEachAdapter('Lock events', (ctx) => {
   });
 
   test('waitUntilFree when the holder dies: an expiry publishes nothing, the wait is bounded by the remaining lease', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `evx${ctx.adapter.name}:`;
-    const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.server.url, prefix, 'ev-exp', '800']);
+    const child = spawnWorker(worker, ['hold', ctx.adapter.name, ctx.urls[0]!, prefix, 'ev-exp', '800']);
     try {
       await waitForLine(child, /^held /);
       child.kill('SIGKILL');
@@ -89,12 +89,12 @@ describeEachAdapter('Lock events', (ctx) => {
   });
 
   test('onRelease: releases and force-unlocks from another process, until unsubscribed', async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `evr${ctx.adapter.name}:`;
     const { holdfast } = await ctx.open({ prefix });
     const heard: ReleaseEvent[] = [];
     const unsubscribe = await holdfast.onRelease('ev-rel', (e) => heard.push(e));
-    const child = spawnWorker(worker, ['hold-release', ctx.adapter.name, ctx.server.url, prefix, 'ev-rel', '100']);
+    const child = spawnWorker(worker, ['hold-release', ctx.adapter.name, ctx.urls[0]!, prefix, 'ev-rel', '100']);
     assert.equal(await waitForExit(child, 20_000), 0);
     await sleep(100);
     assert.deepEqual(heard, [{ name: 'ev-rel', kind: 'release' }]);

@@ -11,10 +11,10 @@ import { startWorker } from './fixtures/spawn.js';
 
 describeEachAdapter('ReadWriteLock parity', (ctx) => {
   void it('readers(): each reader across processes by fingerprint, hold count and lease; never an owner id', { timeout: 90_000 }, async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwp${ctx.adapter.name}:`;
     const owner = `remote-reader-${Math.random().toString(36).slice(2)}`;
-    const remote = startWorker('rw-hold-read-as', ctx.server.url, prefix, 'doc', owner, 2);
+    const remote = startWorker('rw-hold-read-as', ctx.urls[0]!, prefix, 'doc', owner, 2);
     try {
       await remote.next('held');
       const { holdfast } = await ctx.open({ prefix });
@@ -73,9 +73,9 @@ describeEachAdapter('ReadWriteLock parity', (ctx) => {
   });
 
   void it('forceUnlock: readers in another process and a writer are deleted, waiters are woken, holders lose at renewal', { timeout: 90_000 }, async (t) => {
-    if (!ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
+    if (ctx.adapter.inProcess && !ctx.requireServer(t, 'another OS process works on the same data (a worker connects by URL): an in-process store is reachable only from its own process')) return;
     const prefix = `rwf${ctx.adapter.name}:`;
-    const remote = startWorker('rw-hold-read', ctx.server.url, prefix, 'rwf', 60_000);
+    const remote = startWorker('rw-hold-read', ctx.urls[0]!, prefix, 'rwf', 60_000);
     try {
       await remote.next('held');
       const { holdfast } = await ctx.open({ prefix, watchdogLease: 1000, watchdogInterval: 200 });
