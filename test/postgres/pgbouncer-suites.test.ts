@@ -5,30 +5,8 @@
  * suite runs in a child process (HOLDFAST_ADAPTERS=postgres, HOLDFAST_POSTGRES_VIA=pgbouncer: see test/support/suite.ts).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-/** Runs `file` under node's test runner with `env` added; resolves its exit code, TAP counts and output. */
-function runSuite(file: string, env: Record<string, string>): Promise<{ code: number | null; pass: number; fail: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-timeout=400000', file], {
-      cwd: ROOT,
-      // without NODE_TEST_CONTEXT, which would make the child report to this runner instead of printing its summary
-      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    child.on('exit', (code) => {
-      const count = (what: string): number => Number(new RegExp(`^# ${what} (\\d+)$`, 'm').exec(output)?.[1] ?? -1);
-      resolve({ code, pass: count('pass'), fail: count('fail'), output });
-    });
-  });
-}
+import { runSuite } from '../support/child-suite.js';
 
 void describe('through PgBouncer in transaction mode (waiters poll)', { concurrency: false }, () => {
   for (const file of ['test/primitives/lock.test.ts', 'test/primitives/semaphore.test.ts']) {

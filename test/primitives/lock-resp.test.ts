@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { allAdapters } from '../support/clients.js';
+import { runSuite } from '../support/child-suite.js';
 
 /** The adapters that speak RESP to a server (the in-process backend has no protocol between holdfast and its store; PostgreSQL is no Redis). */
 const serverAdapters = allAdapters.filter((a) => !a.inProcess && !a.postgres);
@@ -15,24 +16,6 @@ import { RedisServer } from '../support/redis-server.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Runs `file` under node's test runner with `env` added; resolves its exit code and TAP summary counts. */
-function runSuite(file: string, env: Record<string, string>): Promise<{ code: number | null; pass: number; fail: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-timeout=400000', file], {
-      cwd: ROOT,
-      // without NODE_TEST_CONTEXT, which would make the child report to this runner instead of printing its summary
-      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    child.on('exit', (code) => {
-      const count = (what: string): number => Number(new RegExp(`^# ${what} (\\d+)$`, 'm').exec(output)?.[1] ?? -1);
-      resolve({ code, pass: count('pass'), fail: count('fail'), output });
-    });
-  });
-}
 
 void describe('each adapter speaks the RESP version it is given', () => {
   let server: RedisServer;
