@@ -38,7 +38,9 @@ ${sources.map((s) => `  {\n    file: ${JSON.stringify(s.file)},\n    source: ${l
 export const SQL_REVISION = ${JSON.stringify(revision)};
 
 /** The operations the schema defines, by function name (\`lock/acquire\` → \`lock_acquire\`). */
-export const SQL_OPERATIONS: ReadonlySet<string> = new Set(${JSON.stringify(ops)});
+export const SQL_OPERATIONS: ReadonlySet<string> = new Set([
+${ops.map((op) => `  ${JSON.stringify(op)},`).join('\n')}
+]);
 `;
 
 if (process.argv.includes('--check')) {
