@@ -137,8 +137,24 @@ const OPTION_KEYS = [
 ] as const;
 const EVICTION_POLICIES = ['warn', 'refuse', 'ignore'] as const;
 
+/** What {@link Holdfast.store} tells of a client on Redis (or the in-process backend). */
+export interface RedisStoreInfo {
+  /** The store: Redis. */
+  kind: 'redis';
+}
+
+/** What {@link Holdfast.store} tells of a client on PostgreSQL. */
+export interface PostgresStoreInfo {
+  /** The store: PostgreSQL. */
+  kind: 'postgres';
+  /** The schema holdfast keeps its tables and functions in. */
+  schema: string;
+  /** How waiters are woken: `notify` (`LISTEN`/`NOTIFY`), or `polling` where no listening connection can hear. */
+  wakeups: 'notify' | 'polling';
+}
+
 /** What {@link Holdfast.store} tells. */
-export type StoreInfo = { kind: 'redis' } | { kind: 'postgres'; schema: string; wakeups: 'notify' | 'polling' };
+export type StoreInfo = RedisStoreInfo | PostgresStoreInfo;
 
 /** Events a {@link Holdfast} client emits. */
 export interface HoldfastEvents {

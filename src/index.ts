@@ -121,6 +121,6 @@ export {
   type CandidateInfo,
   type LeaderScope,
 } from './primitives/election.js';
-export { migratePostgres, postgresSchemaSql, type MigrationResult } from './postgres/schema.js';
+export { migratePostgres, postgresSchemaSql, type MigrationResult, type Queryable, type QueryRows } from './postgres/schema.js';
 export type { StoreKind } from './store.js';
-export type { StoreInfo } from './holdfast.js';
+export type { StoreInfo, RedisStoreInfo, PostgresStoreInfo } from './holdfast.js';

@@ -13,9 +13,16 @@ import { SQL_FILES, SQL_REVISION } from './sql.gen.js';
 /** The schema layout's version: raised when a table changes in a way `IF NOT EXISTS` cannot bring about. */
 export const SCHEMA_VERSION = 1;
 
-/** What the schema code needs of a pool or a client: one query at a time. */
+/** What the schema code needs of a node-postgres pool or client: one query at a time. */
 export interface Queryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  /** Runs one statement (node-postgres' `query(text, values)`). */
+  query(text: string, values?: unknown[]): Promise<QueryRows>;
+}
+
+/** The rows a statement returned (node-postgres' `QueryResult`, as far as holdfast reads it). */
+export interface QueryRows {
+  /** One object per row, by column name. */
+  rows: Record<string, unknown>[];
 }
 
 /** The default schema. */
