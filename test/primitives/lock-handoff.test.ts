@@ -106,13 +106,18 @@ describeEachAdapter('Lock hand-off', (ctx) => {
       await listed(2); // c waits too
       await sleep(40);
       await io.call('CONFIG', 'RESETSTAT');
+      const releasedAt = performance.now();
       await held.release();
       const got = await first;
       await sleep(25); // well inside the 50 ms reservation
       const info = (await io.call('INFO', 'commandstats')) as string;
+      const elapsed = performance.now() - releasedAt;
       const calls = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(info)?.[1] ?? 0);
-      // the release, and b's attempt: c, not named by the release, was not woken to ask
-      assert.equal(calls, 2, `${calls} script calls between the release and b's acquisition`);
+      // the release, and b's attempt: c, not named by the release, was not woken to ask. c's own late wake comes 60 ms
+      // after the release (RESERVED_WAKE_MS in src/internal/notifier.ts, for a named waiter that never comes): on a
+      // machine so busy that this count is read later than that, c's one look may be in it too
+      if (elapsed < 60) assert.equal(calls, 2, `${calls} script calls between the release and b's acquisition`);
+      else assert.ok(calls === 2 || calls === 3, `${calls} script calls in the ${Math.round(elapsed)} ms after the release`);
       const t = performance.now();
       await got.release();
       const next = await second;
